@@ -1,0 +1,76 @@
+"""Serve every origin on one loopback port with waitress."""
+
+import argparse
+import ipaddress
+import logging
+import signal
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import waitress
+
+from .app import make_app
+from .catalog import build_catalog
+
+
+def _stop(signum, frame):
+    raise SystemExit(0)
+
+
+def serve(host="127.0.0.1", port=0, catalog_path=None, ready=None) -> None:
+    """Build the catalog, bind, print the ready line, then serve until SIGTERM/SIGINT.
+
+    `ready`, if given, is called with the bound port just before serving starts."""
+    with tempfile.TemporaryDirectory(prefix="spillage-origins-") as tmp:
+        path = Path(catalog_path) if catalog_path else Path(tmp) / "catalog.sqlite"
+        build_catalog(path)
+        server = waitress.create_server(make_app(path), host=host, port=port, threads=8)
+        handlers = {}
+        try:
+            if threading.current_thread() is threading.main_thread():
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    handlers[sig] = signal.signal(sig, _stop)
+            shown = f"[{host}]" if ":" in host else host
+            print(f"spillage origins listening on http://{shown}:{server.effective_port}", flush=True)
+            if ready is not None:
+                ready(server.effective_port)
+            server.run()
+        finally:
+            server.close()
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m spillage.origins.server",
+        description="Serve shop.test and metrics.test on one loopback port (dispatch by Host header).",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="loopback IP address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="TCP port; 0 picks a free one (default 0)")
+    parser.add_argument("--catalog", type=Path, metavar="PATH",
+                        help="write the catalog database here (default: a temporary file)")
+    args = parser.parse_args(argv)
+    try:
+        loopback = ipaddress.ip_address(args.host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        parser.error(f"--host must be a loopback IP address such as 127.0.0.1 or ::1, not {args.host!r}")
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port must be between 0 and 65535, not {args.port}")
+    if args.catalog is not None and not args.catalog.parent.is_dir():
+        parser.error(f"--catalog: directory {str(args.catalog.parent)!r} does not exist")
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    try:
+        serve(args.host, args.port, args.catalog)
+    except OSError as e:
+        print(f"spillage origins: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

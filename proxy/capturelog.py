@@ -1,0 +1,445 @@
+"""The capture log (docs/CAPTURE_FORMAT.md): canonical records, an append-only writer, a
+streaming reader.
+
+Standard library only: audits read logs on machines without mitmproxy.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Iterator
+
+FORMAT_VERSION = 1
+GENESIS = "0" * 64
+DEFAULT_INLINE_LIMIT = 64 * 1024
+LOG_NAME = "capture.jsonl"
+BLOB_DIR = "blobs"
+SCHEMA_PATH = Path(__file__).with_name("capture.schema.json")
+
+#: Fields the caller passes to `CaptureWriter.append`, per kind (the common ones are the writer's).
+KIND_FIELDS: dict[str, tuple[str, ...]] = {
+    "session_start": ("session", "tool", "options"),
+    "request": ("flow", "method", "url", "http_version", "headers", "body"),
+    "response": ("flow", "request", "status", "reason", "http_version", "headers", "body"),
+    "beacon": ("flow", "request", "url", "event", "data"),
+    "form": ("flow", "request", "url", "method", "enctype", "fields"),
+    "egress_blocked": (
+        "flow", "method", "url", "host", "port", "background", "headers", "body", "reason",
+    ),
+    "error": ("flow", "request", "message"),
+    "checkpoint": ("records", "head"),
+    "session_end": ("reason", "records"),
+}
+KINDS: tuple[str, ...] = tuple(KIND_FIELDS)
+COMMON_FIELDS = ("v", "seq", "ts", "kind", "prev", "hash")
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+class CaptureError(Exception):
+    """A capture log that cannot be read or continued; names the file and line."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        line: int | None = None,
+        seq: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = " ".join(message.splitlines())
+        self.path = Path(path) if path is not None else None
+        self.line = line
+        self.seq = seq
+
+    def __str__(self) -> str:
+        if self.path is None:
+            return self.message
+        where = f"{self.path}:{self.line}" if self.line is not None else str(self.path)
+        return f"{where}: {self.message}"
+
+
+class TornLineError(CaptureError):
+    """The last line of the log is incomplete (no newline, or not complete JSON)."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One record of a log and the (1-based) line it was read from."""
+
+    lineno: int
+    record: dict[str, Any]
+
+
+def canonical_json(obj: Any) -> bytes:
+    """The canonical JSON encoding of `obj` (sorted keys, no whitespace, UTF-8)."""
+    return json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def record_hash(record: dict[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of `record` without its `hash` field."""
+    content = {k: v for k, v in record.items() if k != "hash"}
+    return hashlib.sha256(canonical_json(content)).hexdigest()
+
+
+def utc_timestamp() -> str:
+    """The current UTC time as `2026-11-29T12:00:00.123456Z`."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def is_sha256(value: Any) -> bool:
+    """True if `value` is a lowercase 64-digit hex string (a hash, a blob name)."""
+    return isinstance(value, str) and _HEX64.fullmatch(value) is not None
+
+
+def capture_path(path: str | os.PathLike[str]) -> Path:
+    """The capture.jsonl of `path`, which is a session folder or the log file itself."""
+    p = Path(path)
+    return p / LOG_NAME if p.is_dir() else p
+
+
+def iter_records(path: str | os.PathLike[str]) -> Iterator[Line]:
+    """Yield the records of a log one line at a time.
+
+    Raises `TornLineError` for a last line without newline or not valid JSON, and
+    `CaptureError` for any other line that is not a JSON object.
+    """
+    log = capture_path(path)
+    with open(log, "rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            if not raw.endswith(b"\n"):
+                raise TornLineError(
+                    "last line is torn: no newline at end of file", path=log, line=lineno
+                )
+            try:
+                record = _parse_line(raw)
+            except ValueError as exc:
+                if not f.peek(1):
+                    raise TornLineError(
+                        f"last line is torn: not complete JSON ({exc})", path=log, line=lineno
+                    ) from exc
+                raise CaptureError(f"not a JSON record: {exc}", path=log, line=lineno) from exc
+            if not isinstance(record, dict):
+                raise CaptureError("not a JSON record: not an object", path=log, line=lineno)
+            yield Line(lineno, record)
+
+
+def read_body(session_dir: str | os.PathLike[str], body: dict[str, Any] | None) -> bytes:
+    """The bytes of a body object (inline or blob), checked against its sha256 and size."""
+    if body is None:
+        return b""
+    digest = body.get("sha256")
+    if not is_sha256(digest):
+        raise CaptureError(f"body sha256 is not a SHA-256 hex digest: {digest!r}")
+    try:
+        if body.get("blob") is True:
+            blob = capture_path(session_dir).parent / BLOB_DIR / digest
+            try:
+                data = blob.read_bytes()
+            except FileNotFoundError:
+                raise CaptureError("blob missing", path=blob) from None
+        elif "text" in body:
+            data = body["text"].encode("utf-8")
+        else:
+            data = base64.b64decode(body["base64"], validate=True)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise CaptureError(f"malformed body object: {exc!r}") from exc
+    if hashlib.sha256(data).hexdigest() != digest or len(data) != body.get("size"):
+        raise CaptureError(f"body {digest} does not match its sha256 or size")
+    return data
+
+
+def _parse_line(raw: bytes) -> Any:
+    return json.loads(
+        raw.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant
+    )
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise ValueError("duplicate key in object")
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    # One write for the whole line; the loop only matters if the kernel writes short.
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _intact_chain(log: Path) -> tuple[int, str]:
+    """Record count and head of an unsealed log whose chain is intact, else CaptureError."""
+    count, head = 0, GENESIS
+    try:
+        for line in iter_records(log):
+            rec = line.record
+            seq = rec.get("seq")
+            if rec.get("hash") != record_hash(rec) or seq != count or rec.get("prev") != head:
+                raise CaptureError(
+                    "hash chain is broken here (run `spillage verify` for details)",
+                    path=log, line=line.lineno, seq=seq if isinstance(seq, int) else None,
+                )
+            if rec.get("kind") == "session_end":
+                raise CaptureError(
+                    "log is sealed by session_end", path=log, line=line.lineno, seq=seq
+                )
+            count, head = count + 1, rec["hash"]
+    except CaptureError as exc:
+        raise type(exc)(
+            f"cannot resume: {exc.message}", path=exc.path, line=exc.line, seq=exc.seq
+        ) from exc
+    return count, head
+
+
+class CaptureWriter:
+    """Append-only writer of one session's capture log and blobs.
+
+    Each record is one `os.write` of one whole line to a file opened with O_APPEND; a daemon
+    thread fsyncs the log every `fsync_interval` seconds while records arrive, and `close`
+    fsyncs it. `append` and `body` are thread-safe.
+    """
+
+    def __init__(
+        self,
+        session_dir: str | os.PathLike[str],
+        *,
+        inline_limit: int = DEFAULT_INLINE_LIMIT,
+        fsync_interval: float = 1.0,
+    ) -> None:
+        """Start a new log in `session_dir`; refuses an existing non-empty capture.jsonl."""
+        self._start(
+            Path(session_dir), seq=0, head=GENESIS, create=True,
+            inline_limit=inline_limit, fsync_interval=fsync_interval,
+        )
+
+    @classmethod
+    def resume(cls, session_dir: str | os.PathLike[str], **kw: Any) -> CaptureWriter:
+        """Continue an existing, intact, unsealed log (refuses a torn last line)."""
+        session_dir = Path(session_dir)
+        log = session_dir / LOG_NAME
+        if not log.is_file():
+            raise CaptureError("cannot resume: no capture log here", path=log)
+        seq, head = _intact_chain(log)
+        writer = cls.__new__(cls)
+        writer._start(session_dir, seq=seq, head=head, create=False, **kw)
+        return writer
+
+    def _start(
+        self,
+        session_dir: Path,
+        *,
+        seq: int,
+        head: str,
+        create: bool,
+        inline_limit: int = DEFAULT_INLINE_LIMIT,
+        fsync_interval: float = 1.0,
+    ) -> None:
+        if inline_limit < 0:
+            raise ValueError("inline_limit must be >= 0")
+        if not fsync_interval > 0:
+            raise ValueError("fsync_interval must be > 0")
+        self.session_dir = session_dir
+        self.path = session_dir / LOG_NAME
+        self.blob_dir = session_dir / BLOB_DIR
+        self.inline_limit = inline_limit
+        self._seq, self._head = seq, head
+        self._sealed = False
+        self._failed: BaseException | None = None
+        self._dirty = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.blob_dir.mkdir(parents=True, exist_ok=True)
+        self._fd: int | None = self._open_new() if create else os.open(
+            self.path, os.O_WRONLY | os.O_APPEND
+        )
+        if create:
+            _fsync_dir(session_dir)
+        self._thread = threading.Thread(
+            target=self._sync_loop, args=(fsync_interval,), name="capture-fsync", daemon=True
+        )
+        self._thread.start()
+
+    def _open_new(self) -> int:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        try:
+            return os.open(self.path, flags | os.O_EXCL, 0o644)
+        except FileExistsError:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+            if os.fstat(fd).st_size == 0:
+                return fd
+            os.close(fd)
+            raise CaptureError(
+                "capture log already exists and is not empty; refusing to overwrite it "
+                "(use CaptureWriter.resume to continue it)",
+                path=self.path,
+            ) from None
+
+    @property
+    def seq(self) -> int:
+        """The seq the next record will get."""
+        return self._seq
+
+    @property
+    def count(self) -> int:
+        """Number of records in the log."""
+        return self._seq
+
+    @property
+    def head(self) -> str:
+        """Hash of the last record (GENESIS for an empty log)."""
+        return self._head
+
+    @property
+    def sealed(self) -> bool:
+        """True once `session_end` has been written."""
+        return self._sealed
+
+    @property
+    def closed(self) -> bool:
+        """True once `close` has run."""
+        return self._fd is None
+
+    def append(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Write one record of `kind` with `fields` (exactly `KIND_FIELDS[kind]`); return it."""
+        if kind not in KIND_FIELDS:
+            raise ValueError(f"unknown record kind {kind!r}")
+        reserved = sorted(set(fields) & set(COMMON_FIELDS))
+        if reserved:
+            raise ValueError(f"fields set by the writer cannot be passed: {', '.join(reserved)}")
+        expected = set(KIND_FIELDS[kind])
+        if set(fields) != expected:
+            missing = ", ".join(sorted(expected - set(fields))) or "-"
+            extra = ", ".join(sorted(set(fields) - expected)) or "-"
+            raise ValueError(f"{kind} record: missing fields: {missing}; unknown fields: {extra}")
+        with self._lock:
+            self._check_writable()
+            if kind in ("checkpoint", "session_end") and fields["records"] != self._seq:
+                raise ValueError(f"{kind}: records must be {self._seq}, got {fields['records']!r}")
+            if kind == "checkpoint" and fields["head"] != self._head:
+                raise ValueError("checkpoint: head must be the hash of the last record")
+            record: dict[str, Any] = {
+                "v": FORMAT_VERSION, "seq": self._seq, "ts": utc_timestamp(),
+                "kind": kind, "prev": self._head, **fields,
+            }
+            record["hash"] = record_hash(record)
+            line = canonical_json(record) + b"\n"
+            try:
+                _write_all(self._fd, line)  # type: ignore[arg-type]
+            except BaseException as exc:
+                self._failed = exc
+                raise
+            self._seq += 1
+            self._head = record["hash"]
+            self._dirty = True
+            self._sealed = kind == "session_end"
+        return record
+
+    def _check_writable(self) -> None:
+        if self._fd is None:
+            raise ValueError("capture writer is closed")
+        if self._failed is not None:
+            raise CaptureError(
+                f"an earlier write or fsync failed ({self._failed!r}); the log may end in a "
+                "torn line and takes no more records",
+                path=self.path,
+            )
+        if self._sealed:
+            raise ValueError("log is sealed by session_end; it takes no more records")
+
+    def body(self, data: bytes | None) -> dict[str, Any] | None:
+        """The body object for `data`, writing a blob first if it is over the inline limit."""
+        if not data:
+            return None
+        data = bytes(data)
+        digest = hashlib.sha256(data).hexdigest()
+        obj: dict[str, Any] = {"size": len(data), "sha256": digest}
+        if len(data) > self.inline_limit:
+            self._write_blob(digest, data)
+            obj["blob"] = True
+            return obj
+        try:
+            obj["text"] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            obj["base64"] = base64.b64encode(data).decode("ascii")
+        return obj
+
+    def _write_blob(self, digest: str, data: bytes) -> None:
+        target = self.blob_dir / digest
+        if target.exists():
+            return
+        tmp = self.blob_dir / f".{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        _fsync_dir(self.blob_dir)
+
+    def _sync_loop(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            with self._lock:
+                if not self._dirty or self._fd is None:
+                    continue
+                try:
+                    os.fsync(self._fd)
+                except OSError as exc:
+                    self._failed = exc
+                    return
+                self._dirty = False
+
+    def close(self) -> None:
+        """Fsync and close the log (idempotent)."""
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+        with self._lock:
+            if self._fd is None:
+                return
+            try:
+                os.fsync(self._fd)
+            finally:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> CaptureWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,157 @@
+"""Shared helpers for the capture-log tests: a realistic session and line surgery."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from spillage.proxy.capturelog import LOG_NAME, CaptureWriter
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f"
+BIG = bytes(range(256)) * 400  # 100 KiB, over the default inline limit
+
+
+def write_session(session: Path, *, seal: bool = True, **kw: Any) -> list[dict[str, Any]]:
+    """Write a session with every record kind; return the records as written."""
+    written: list[dict[str, Any]] = []
+    with CaptureWriter(session, **kw) as w:
+
+        def add(kind: str, **fields: Any) -> dict[str, Any]:
+            written.append(w.append(kind, **fields))
+            return written[-1]
+
+        add(
+            "session_start",
+            session=session.name,
+            tool={"name": "spillage", "version": "0.1.0", "mitmproxy": "12.3.0"},
+            options={"inline_limit": w.inline_limit, "allow": [".test"], "block_background": True},
+        )
+        search = add(
+            "request",
+            flow="8b7e0c1c-2f55-4bd6-9d7a-0c1f3b1e6a01",
+            method="GET",
+            url="http://shop.test/search?q=Blutzuckermessger%C3%A4t",
+            http_version="HTTP/1.1",
+            headers=[
+                ["Host", "shop.test"],
+                ["Cookie", "sid=42"],
+                ["Cookie", "consent=1"],
+                ["X-Name", "Zoë".encode().decode("latin-1")],
+            ],
+            body=None,
+        )
+        add(
+            "response",
+            flow=search["flow"],
+            request=search["seq"],
+            status=200,
+            reason="OK",
+            http_version="HTTP/1.1",
+            headers=[["Content-Type", "text/html; charset=utf-8"]],
+            body=w.body("<h1>Blutzuckermessgerät — 29,99 €</h1> 血糖仪 🩸".encode()),
+        )
+        image = add(
+            "request",
+            flow="1d2c3b4a-0000-4000-8000-000000000002",
+            method="POST",
+            url="http://shop.test/upload",
+            http_version="HTTP/2.0",
+            headers=[["content-type", "image/png"]],
+            body=w.body(PNG),
+        )
+        add(
+            "response",
+            flow=image["flow"],
+            request=image["seq"],
+            status=200,
+            reason="",
+            http_version="HTTP/2.0",
+            headers=[["content-type", "application/octet-stream"]],
+            body=w.body(BIG),
+        )
+        payload = {"event": "click", "product": 4711, "label": "Bluetooth-Blutzuckermessgerät"}
+        beacon = add(
+            "request",
+            flow="5e5e5e5e-0000-4000-8000-000000000003",
+            method="POST",
+            url="http://tracker.test/collect",
+            http_version="HTTP/1.1",
+            headers=[["Content-Type", "application/json"]],
+            body=w.body(json.dumps(payload).encode()),
+        )
+        add(
+            "beacon",
+            flow=beacon["flow"],
+            request=beacon["seq"],
+            url=beacon["url"],
+            event="click",
+            data=payload,
+        )
+        form = add(
+            "request",
+            flow="f0f0f0f0-0000-4000-8000-000000000004",
+            method="POST",
+            url="http://clinic.test/book",
+            http_version="HTTP/1.1",
+            headers=[["Content-Type", "application/x-www-form-urlencoded"]],
+            body=w.body(b"name=Zo%C3%AB&reason=type+2+diabetes"),
+        )
+        add(
+            "form",
+            flow=form["flow"],
+            request=form["seq"],
+            url=form["url"],
+            method="POST",
+            enctype="application/x-www-form-urlencoded",
+            fields=[["name", "Zoë"], ["reason", "type 2 diabetes"]],
+        )
+        add(
+            "egress_blocked",
+            flow="c0c0c0c0-0000-4000-8000-000000000005",
+            method="CONNECT",
+            url="update.googleapis.com:443",
+            host="update.googleapis.com",
+            port=443,
+            background=True,
+            headers=[],
+            body=None,
+            reason="host not in allow list",
+        )
+        add(
+            "egress_blocked",
+            flow="c0c0c0c0-0000-4000-8000-000000000006",
+            method="GET",
+            url="http://www.google.com/search?q=insulin+pump+side+effects",
+            host="www.google.com",
+            port=80,
+            background=False,
+            headers=[["Host", "www.google.com"]],
+            body=None,
+            reason="host not in allow list",
+        )
+        add("error", flow=form["flow"], request=form["seq"], message="upstream reset")
+        add("error", flow=None, request=None, message="TLS handshake failed: unknown CA")
+        add("checkpoint", records=w.count, head=w.head)
+        if seal:
+            add("session_end", reason="proxy shutdown", records=w.count)
+    return written
+
+
+def records_of(session: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in lines_of(session)]
+
+
+def lines_of(session: Path) -> list[bytes]:
+    """The log's lines, each with its newline."""
+    return (session / LOG_NAME).read_bytes().splitlines(keepends=True)
+
+
+def put_lines(session: Path, lines: list[bytes]) -> None:
+    (session / LOG_NAME).write_bytes(b"".join(lines))
+
+
+def seal_meta(session: Path, records: int, head: str) -> None:
+    """Write meta.json the way the runner seals a session."""
+    meta = {"scenario": "glucose", "exit": 0, "capture": {"records": records, "head": head}}
+    (session / "meta.json").write_text(json.dumps(meta))
