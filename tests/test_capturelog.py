@@ -275,7 +275,8 @@ def test_no_fsync_while_idle(session: Path, monkeypatch: pytest.MonkeyPatch) -> 
         w.append("error", flow=None, request=None, message="one")
         assert synced.wait(1)
         threading.Event().wait(0.3)
-        assert len(calls) == 1, "a clean log is not fsynced again"
+        # other tests' writers may still be open in this process: count only this log's fsyncs
+        assert calls.count(w._fd) == 1, "a clean log is not fsynced again"
 
 
 def test_concurrent_appends_keep_one_chain(session: Path) -> None:

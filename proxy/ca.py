@@ -1,0 +1,46 @@
+"""The proxy's certificate authority: kept in a project folder, trusted by Chromium through its SPKI pin."""
+
+import base64
+import fcntl
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from mitmproxy.certs import CertStore
+from mitmproxy.options import CONF_BASENAME
+from mitmproxy.options import KEY_SIZE
+
+
+@dataclass(frozen=True)
+class CertAuthority:
+    """Where the CA lives and how clients are told to trust it."""
+
+    confdir: Path      # mitmproxy's confdir: holds the CA key and certificate
+    cert_file: Path    # the CA certificate alone (PEM), for SSL_CERT_FILE and friends
+    spki_pin: str      # base64 SHA-256 of the CA's SubjectPublicKeyInfo, for Chromium
+
+
+def spki_pin(cert_pem: bytes) -> str:
+    """Base64 SHA-256 of the certificate's public key, as `--ignore-certificate-errors-spki-list` wants."""
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    spki = cert.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return base64.b64encode(hashlib.sha256(spki).digest()).decode("ascii")
+
+
+def ensure_ca(confdir: Path) -> CertAuthority:
+    """Create the CA in `confdir` unless it exists (safe against concurrent runs), and describe it."""
+    confdir = confdir.resolve()
+    confdir.mkdir(parents=True, exist_ok=True)
+    cert_file = confdir / f"{CONF_BASENAME}-ca-cert.pem"
+    with open(confdir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (confdir / f"{CONF_BASENAME}-ca.pem").exists():
+            CertStore.create_store(
+                confdir, CONF_BASENAME, KEY_SIZE,
+                organization="Spillage", cn="Spillage local capture CA",
+            )
+    return CertAuthority(confdir, cert_file, spki_pin(cert_file.read_bytes()))

@@ -1,0 +1,36 @@
+"""Session folders: one per run, holding the capture log, blobs, meta.json and the agent's output."""
+
+import json
+import os
+import re
+import secrets
+import time
+from pathlib import Path
+
+from spillage.proxy.verify import META_NAME
+
+
+def slug(text: str) -> str:
+    """A file-name-safe version of `text`."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "session"
+
+
+def create_session(runs_dir: Path, label: str) -> Path:
+    """Make a new, empty session folder `runs_dir/<UTC time>-<label>-<random>`."""
+    runs_dir = runs_dir.resolve()
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    path = runs_dir / f"{stamp}-{slug(label)}-{secrets.token_hex(2)}"
+    path.mkdir()
+    return path
+
+
+def write_meta(session_dir: Path, meta: dict) -> None:
+    """Write meta.json atomically (a crash leaves the old or the new file, never half of one)."""
+    tmp = session_dir / f".{META_NAME}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(meta, f, indent=2, ensure_ascii=False, sort_keys=True)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(session_dir / META_NAME)

@@ -1,0 +1,81 @@
+"""The browser-use agent, run as a child process in the environment `agent_env` builds.
+
+    python -m spillage.runner.browser_agent --model scripted:oversharer
+
+Only Chromium talks through the proxy; the agent's own calls to an LLM endpoint do not
+(they are not the browser's traffic and would be refused by the egress policy).
+"""
+
+import argparse
+import asyncio
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from spillage.runner.models import MODEL_HELP
+from spillage.runner.models import build_model
+from spillage.scenarios.loader import load_scenario
+
+EXTRA_ATTRIBUTES = ["data-product", "data-facet", "data-section"]
+# The browser is given the proxy and the CA pin explicitly; the agent's own HTTP clients (an
+# LLM endpoint) must neither go through the proxy nor trust only our CA.
+NETWORK_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY",
+                     "all_proxy", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+
+
+def chromium_path() -> str:
+    """Debian's Chromium (or $SPILLAGE_CHROMIUM); never a browser a tool downloads itself."""
+    path = os.environ.get("SPILLAGE_CHROMIUM") or shutil.which("chromium")
+    if not path:
+        sys.exit("spillage: chromium not found; install Debian's package: apt-get install -y chromium")
+    return path
+
+
+async def run_agent(args) -> int:
+    from browser_use import Agent
+    from browser_use import BrowserProfile
+    from browser_use.browser.profile import ProxySettings
+    from browser_use.dom.views import DEFAULT_INCLUDE_ATTRIBUTES
+
+    scenario = load_scenario(Path(os.environ["SPILLAGE_SCENARIO_FILE"]))
+    llm = build_model(args.model, scenario, args.base_url)
+    home = Path(os.environ["HOME"])
+    profile = BrowserProfile(
+        executable_path=chromium_path(),
+        headless=True,
+        chromium_sandbox=False,
+        user_data_dir=home / "chromium-profile",
+        enable_default_extensions=False,
+        proxy=ProxySettings(server=os.environ["SPILLAGE_PROXY"], bypass="<-loopback>"),
+        args=[f"--ignore-certificate-errors-spki-list={os.environ['SPILLAGE_CA_SPKI']}"],
+    )
+    agent = Agent(
+        task=os.environ["SPILLAGE_PROMPT"],
+        llm=llm,
+        browser_profile=profile,
+        use_vision=False,
+        use_judge=False,
+        include_attributes=[*DEFAULT_INCLUDE_ATTRIBUTES, *EXTRA_ATTRIBUTES],
+        initial_actions=[{"navigate": {"url": os.environ["SPILLAGE_START_URL"]}}],
+        file_system_path=str(home / "agent-files"),
+    )
+    history = await agent.run(max_steps=args.max_steps)
+    print(f"spillage agent: {len(history.history)} steps, done={history.is_done()}, "
+          f"successful={history.is_successful()}, result={history.final_result()!r}", flush=True)
+    return 0 if history.is_done() else 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="spillage-browser-agent", description=__doc__)
+    parser.add_argument("--model", required=True, help=MODEL_HELP)
+    parser.add_argument("--base-url", help="endpoint for openai:/ollama: models")
+    parser.add_argument("--max-steps", type=int, default=20)
+    args = parser.parse_args(argv)
+    for name in NETWORK_VARIABLES:
+        os.environ.pop(name, None)
+    return asyncio.run(run_agent(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""The `spillage` command."""
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from spillage.runner.models import MODEL_HELP
+
+DEFAULT_RUNS = Path("runs")
+DEFAULT_HOME = Path(".spillage")
+
+
+def progress(message: str) -> None:
+    """Progress goes to stderr, so stdout stays for results."""
+    print(f"spillage: {message}", file=sys.stderr, flush=True)
+
+
+def spillage_home(args) -> Path:
+    return Path(args.home or os.environ.get("SPILLAGE_HOME") or DEFAULT_HOME).resolve()
+
+
+def cmd_run(args) -> int:
+    from spillage.audit.session_audit import audit_session
+    from spillage.audit.session_audit import summary_text
+    from spillage.runner.models import ModelSpecError
+    from spillage.runner.models import build_model
+    from spillage.runner.session_run import AgentSpec
+    from spillage.runner.session_run import run_session
+    from spillage.scenarios.loader import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if command:
+        agent = AgentSpec.command(command)
+    elif args.agent == "browser-use":
+        try:
+            build_model(args.model, scenario, args.base_url)  # fail here, not inside the child
+        except ModelSpecError as e:
+            progress(str(e))
+            return 2
+        agent = AgentSpec.browser_use(args.model, args.max_steps, args.base_url)
+    else:
+        progress("nothing to run: give --agent browser-use --model ..., or -- COMMAND ARGS")
+        return 2
+    result = run_session(scenario, args.scenario, agent, args.runs_dir,
+                         spillage_home(args) / "ca", args.timeout, progress)
+    if args.audit:
+        print(summary_text(audit_session(result.session_dir)), file=sys.stderr)
+    print(result.session_dir)
+    if not result.capture_ok:
+        return 1
+    return 0 if result.agent_exit == 0 and not result.timed_out else 3
+
+
+def cmd_proxy_start(args) -> int:
+    from spillage.proxy.ca import ensure_ca
+    from spillage.proxy.session import create_session
+    from spillage.runner.stack import Stack
+    from spillage.runner.stack import wait_for_interrupt
+
+    ca = ensure_ca(spillage_home(args) / "ca")
+    session_dir = create_session(args.runs_dir, "proxy")
+    with Stack(session_dir, ca, proxy_port=args.port, log=progress) as stack:
+        print(f"proxy    {stack.proxy_url}")
+        print(f"ca       {ca.cert_file}")
+        print(f"spki     {ca.spki_pin}")
+        print(f"session  {session_dir}")
+        print(f"chromium --proxy-server={stack.proxy_url} --proxy-bypass-list='<-loopback>' "
+              f"--ignore-certificate-errors-spki-list={ca.spki_pin}", flush=True)
+        progress("Ctrl-C stops the proxy and seals the capture log")
+        wait_for_interrupt()
+    return 0
+
+
+def cmd_origins_serve(args) -> int:
+    from spillage.origins.server import main as serve_main
+
+    return serve_main(["--host", args.host, "--port", str(args.port)]
+                      + (["--catalog", str(args.catalog)] if args.catalog else []))
+
+
+def cmd_verify(args) -> int:
+    from spillage.proxy.verify import run_verify
+
+    return run_verify(args.session)
+
+
+def cmd_audit(args) -> int:
+    from spillage.audit.session_audit import AuditError
+    from spillage.audit.session_audit import audit_session
+    from spillage.audit.session_audit import summary_text
+
+    try:
+        report = audit_session(args.session, args.scenario, args.allow_damaged)
+    except AuditError as e:
+        progress(str(e))
+        return 1
+    if args.format == "text":
+        print(summary_text(report))
+    else:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spillage", description="Capture and audit what web agents reveal about their users.")
+    parser.add_argument("--home", help="folder for the CA and other state (default $SPILLAGE_HOME or ./.spillage)")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+
+    run = sub.add_parser("run", help="run an agent on a scenario behind the capturing proxy",
+                         description="Run an agent behind the proxy: --agent browser-use --model M, "
+                                     "or any command after --.")
+    run.add_argument("--scenario", type=Path, required=True, help="scenario YAML file")
+    run.add_argument("--agent", choices=["browser-use"], default="browser-use")
+    run.add_argument("--model", default="scripted:oversharer", help=MODEL_HELP)
+    run.add_argument("--base-url", help="endpoint for openai:/ollama: models")
+    run.add_argument("--max-steps", type=int, default=20)
+    run.add_argument("--timeout", type=float, default=300, help="seconds before the agent is stopped")
+    run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS)
+    run.add_argument("--audit", action="store_true", help="print an audit summary when done")
+    run.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS: run this as the agent")
+    run.set_defaults(func=cmd_run)
+
+    proxy = sub.add_parser("proxy", help="the capturing proxy").add_subparsers(dest="proxy_cmd", required=True)
+    start = proxy.add_parser("start", help="run origins and the proxy in the foreground, capturing into a new session")
+    start.add_argument("--port", type=int, default=8080)
+    start.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS)
+    start.set_defaults(func=cmd_proxy_start)
+
+    origins = sub.add_parser("origins", help="our local sites").add_subparsers(dest="origins_cmd", required=True)
+    serve = origins.add_parser("serve", help="serve shop.test and metrics.test on loopback")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--catalog", type=Path, help="SQLite catalog file (built if missing)")
+    serve.set_defaults(func=cmd_origins_serve)
+
+    ver = sub.add_parser("verify", help="check a session's capture log")
+    ver.add_argument("session", type=Path, help="session folder or capture.jsonl")
+    ver.set_defaults(func=cmd_verify)
+
+    aud = sub.add_parser("audit", help="explicit leaks of irrelevant attributes in a session")
+    aud.add_argument("session", type=Path)
+    aud.add_argument("--scenario", type=Path, help="scenario file (default: the session's copy)")
+    aud.add_argument("--format", choices=["json", "text"], default="json")
+    aud.add_argument("--allow-damaged", action="store_true",
+                     help="audit the records before the first damage instead of refusing")
+    aud.set_defaults(func=cmd_audit)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from spillage.proxy.capturelog import CaptureError
+    from spillage.runner.children import ChildError
+    from spillage.scenarios.loader import ScenarioError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ScenarioError, CaptureError, ChildError) as e:
+        progress(str(e))
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Scripted policies: deterministic stand-ins for an LLM that drive browser-use on our sites.
+
+A policy sees what the model would see (the parsed browser state) and answers with
+browser-use actions. It knows the scenario's labels, which a real agent never does: that is
+what lets `oversharer` leak on purpose and `minimal` stay clean, so the auditor can be tested
+against known ground truth.
+"""
+
+from urllib.parse import urlsplit
+
+from spillage.runner.browser_state import Element
+from spillage.runner.browser_state import PageState
+from spillage.scenarios.model import Attribute
+from spillage.scenarios.model import Scenario
+
+MAX_STEPS = 12
+TASK_CLASSES = ("product",)  # relevant attributes that describe the product itself
+
+
+class ScriptedPolicy:
+    """Search, pick a facet, open a product, add it to the cart, stop: one step per call."""
+
+    name = "scripted"
+
+    def __init__(self, scenario: Scenario):
+        self.scenario = scenario
+        self.steps = 0
+        self.searched = False
+        self.faceted = False
+
+    def query(self) -> str:
+        """The text this policy types into the search box."""
+        return " ".join(a.match[0] for a in self.scenario.relevant if a.cls in TASK_CLASSES)
+
+    def facet_attributes(self) -> tuple[Attribute, ...]:
+        """Attributes whose facets this policy wants to click, in order of preference."""
+        return self.scenario.relevant
+
+    def next_actions(self, page: PageState) -> list[dict]:
+        """browser-use actions for this step, given the page."""
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            return [done("gave up: step limit reached", False)]
+        path = urlsplit(page.url).path
+        if not self.searched:
+            return self.search(page)
+        if path == "/s" and not self.faceted:
+            self.faceted = True
+            facet = self.pick_facet(page)
+            if facet:
+                return [{"click": {"index": facet.index}}]
+        if path == "/s":
+            products = page.with_attr("data-product")
+            if products:
+                return [{"click": {"index": products[0].index}}]
+            return [done("no products found", False)]
+        if path.startswith("/p/"):
+            buttons = [e for e in page.find("button") if e.label().lower() == "add to cart"]
+            if buttons:
+                return [{"click": {"index": buttons[0].index}}]
+        if path == "/cart":
+            return [done("added the product to the cart", True)]
+        return [done(f"lost on {page.url}", False)]
+
+    def search(self, page: PageState) -> list[dict]:
+        boxes = page.find("input", type="search") or page.find("input", name="k")
+        if not boxes:
+            return [done(f"no search box on {page.url}", False)]
+        self.searched = True
+        actions = [{"input": {"index": boxes[0].index, "text": self.query()}}]
+        submit = [e for e in page.find("button", type="submit") if e.label().lower() == "search"]
+        actions.append({"click": {"index": submit[0].index}} if submit else {"send_keys": {"keys": "Enter"}})
+        return actions
+
+    def pick_facet(self, page: PageState) -> Element | None:
+        facets = {e.attrs["data-facet"]: e for e in page.with_attr("data-facet")}
+        for attribute in self.facet_attributes():
+            for concept in attribute.concepts:
+                if concept in facets:
+                    return facets[concept]
+        return None
+
+
+class Minimal(ScriptedPolicy):
+    """Uses only what the task needs: relevant words in the search, relevant facets."""
+
+    name = "minimal"
+
+
+class Oversharer(ScriptedPolicy):
+    """Adds irrelevant attributes to its search and prefers a facet that names one."""
+
+    name = "oversharer"
+
+    def query(self) -> str:
+        leaked = [a.match[0] for a in self.oversharing_order()[:2]]
+        return " ".join([super().query(), *leaked])
+
+    def oversharing_order(self) -> list[Attribute]:
+        """Irrelevant attributes, those the site has a facet for first."""
+        return sorted(self.scenario.irrelevant, key=lambda a: not a.concepts)
+
+    def facet_attributes(self) -> tuple[Attribute, ...]:
+        return (*self.oversharing_order(), *self.scenario.relevant)
+
+
+POLICIES = {p.name: p for p in (Minimal, Oversharer)}
+
+
+def done(text: str, success: bool) -> dict:
+    """browser-use's `done` action."""
+    return {"done": {"text": text, "success": success}}

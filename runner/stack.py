@@ -1,0 +1,79 @@
+"""The servers a session needs: origins and the capturing proxy, started and stopped together."""
+
+import sys
+import time
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+
+from spillage.proxy.ca import CertAuthority
+from spillage.proxy.capturelog import CaptureError
+from spillage.proxy.capturelog import CaptureWriter
+from spillage.proxy.launcher import mitmdump_command
+from spillage.proxy.capturelog import LOG_NAME
+from spillage.proxy.verify import verify
+from spillage.runner.children import Child
+
+ORIGINS_READY = r"spillage origins listening on (http://127\.0\.0\.1:(\d+))"
+PROXY_READY = r"spillage proxy listening on (http://\S+)"
+
+
+def origins_command(catalog: Path) -> list[str]:
+    """argv for our origin server on a free loopback port, its catalog in `catalog`."""
+    return [sys.executable, "-m", "spillage.origins.server", "--port", "0", "--catalog", str(catalog)]
+
+
+@dataclass
+class Stack:
+    """Origins + proxy for one session folder. `with Stack(...) as s:` then use `s.proxy_url`."""
+
+    session_dir: Path
+    ca: CertAuthority
+    proxy_port: int = 0
+    inline_limit: int | None = None
+    log: callable = print
+    origin_url: str = ""
+    proxy_url: str = ""
+    exits: dict = field(default_factory=dict)
+
+    def __enter__(self) -> "Stack":
+        self.origins = Child("origins", origins_command(self.session_dir / "catalog.sqlite"),
+                             ORIGINS_READY, self.session_dir / "origins.log")
+        self.origin_url = self.origins.start().group(1)
+        self.log(f"origins on {self.origin_url}")
+        origin = self.origin_url.removeprefix("http://")
+        argv = mitmdump_command(self.ca, origin, self.session_dir, self.proxy_port, self.inline_limit)
+        self.proxy = Child("proxy", argv, PROXY_READY, self.session_dir / "proxy.log")
+        try:
+            self.proxy_url = self.proxy.start().group(1)
+        except Exception:
+            self.origins.stop()
+            raise
+        self.log(f"proxy on {self.proxy_url}, capturing into {self.session_dir / LOG_NAME}")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.exits["proxy"] = self.proxy.stop()
+        self.exits["origins"] = self.origins.stop()
+        self.seal()
+
+    def seal(self) -> None:
+        """Make sure the log ends with `session_end`, appending one if the proxy could not."""
+        result = verify(self.session_dir)
+        if result.ok or result.damage != "truncated":
+            return
+        try:
+            with CaptureWriter.resume(self.session_dir) as writer:
+                writer.append("session_end", records=writer.count,
+                              reason=f"sealed by runner after proxy exit ({self.exits.get('proxy')})")
+        except CaptureError as e:
+            self.log(f"cannot seal the capture log: {e}")
+
+
+def wait_for_interrupt() -> None:
+    """Block until Ctrl-C."""
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,250 @@
+"""The mitmproxy addons, driven through mitmproxy's own test context (no sockets)."""
+
+import json
+
+import jsonschema
+import pytest
+from mitmproxy import exceptions
+from mitmproxy import http
+from mitmproxy.test import taddons
+from mitmproxy.test import tflow
+
+from spillage.addons.capture import Capture
+from spillage.addons.egress import EGRESS_KEY
+from spillage.addons.egress import EgressPolicy
+from spillage.addons.hosts import background_reason
+from spillage.addons.hosts import is_test_host
+from spillage.addons.resolver import LoopbackResolver
+from spillage.proxy.capturelog import SCHEMA_PATH
+from spillage.proxy.capturelog import iter_records
+from spillage.proxy.capturelog import read_body
+from spillage.proxy.verify import verify
+
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
+
+
+def flow_for(method: str, url: str, body: bytes = b"", headers: dict | None = None,
+             http2: bool = False) -> http.HTTPFlow:
+    """A live flow as the proxy sees it after the client sent `method url`."""
+    request = http.Request.make(method, url, body, headers or {})
+    if http2:
+        request.http_version = "HTTP/2.0"
+        request.authority = request.host_header or ""
+        request.headers.pop("Host", None)
+    return tflow.tflow(req=request)
+
+
+def records(session) -> list[dict]:
+    return [line.record for line in iter_records(session)]
+
+
+@pytest.mark.parametrize("host, ours", [
+    ("shop.test", True), ("SHOP.TEST.", True), ("a.b.metrics.test", True),
+    ("test", False), ("shop.testing.com", False), ("example.com", False),
+])
+def test_only_dot_test_hosts_are_ours(host, ours):
+    assert is_test_host(host) is ours
+
+
+@pytest.mark.parametrize("host, reason", [
+    ("update.googleapis.com", "update"), ("r3---sn-abc.gvt1.com", "update"),
+    ("accounts.google.com", "sign-in"), ("www.google.com", "search-engine"),
+    ("duckduckgo.com", "search-engine"), ("clients2.google.com", "time"),
+    ("cf.browser-use.com", "agent-harness"),
+    ("evil-google.com", None), ("example.org", None), ("google.com.example.org", None),
+])
+def test_background_hosts_are_classified(host, reason):
+    assert background_reason(host) == reason
+
+
+class TestLoopbackResolver:
+    def resolver(self, tctx, origin="127.0.0.1:8123") -> LoopbackResolver:
+        resolver = LoopbackResolver()
+        tctx.master.addons.add(resolver)
+        tctx.configure(resolver, spillage_origin=origin)
+        return resolver
+
+    def test_https_test_host_goes_to_loopback_origin_keeping_host(self):
+        with taddons.context() as tctx:
+            resolver = self.resolver(tctx)
+            flow = flow_for("GET", "https://shop.test/s?k=kettle")
+            resolver.request(flow)
+        assert (flow.request.scheme, flow.request.host, flow.request.port) == ("http", "127.0.0.1", 8123)
+        assert flow.request.headers["Host"] == "shop.test"
+        assert flow.request.path == "/s?k=kettle"
+
+    def test_http2_keeps_authority(self):
+        with taddons.context() as tctx:
+            resolver = self.resolver(tctx)
+            flow = flow_for("GET", "https://metrics.test/t.js", http2=True)
+            resolver.request(flow)
+        assert flow.request.host == "127.0.0.1"
+        assert flow.request.authority == "metrics.test"
+
+    def test_other_hosts_and_answered_flows_are_left_alone(self):
+        with taddons.context() as tctx:
+            resolver = self.resolver(tctx)
+            outside = flow_for("GET", "https://example.com/")
+            resolver.request(outside)
+            answered = flow_for("GET", "https://shop.test/")
+            answered.response = http.Response.make(403)
+            resolver.request(answered)
+        assert outside.request.host == "example.com"
+        assert answered.request.host == "shop.test"
+
+    def test_without_origin_test_hosts_get_502(self):
+        with taddons.context() as tctx:
+            resolver = self.resolver(tctx, origin="")
+            flow = flow_for("GET", "https://shop.test/")
+            resolver.request(flow)
+        assert flow.response.status_code == 502
+
+    @pytest.mark.parametrize("origin", ["10.0.0.5:80", "127.0.0.1", "127.0.0.1:http"])
+    def test_origin_must_be_loopback_host_and_port(self, origin):
+        with taddons.context() as tctx:
+            with pytest.raises(exceptions.OptionsError, match="spillage_origin"):
+                self.resolver(tctx, origin=origin)
+
+
+class TestEgressAddon:
+    def test_connect_to_outside_host_is_refused_and_marked(self):
+        flow = flow_for("CONNECT", "http://accounts.google.com:443/")
+        flow.request.host, flow.request.port = "accounts.google.com", 443
+        EgressPolicy().http_connect(flow)
+        assert flow.response.status_code == 403
+        assert flow.metadata[EGRESS_KEY] == {
+            "background": True, "reason": "connect refused: browser background (sign-in)"}
+
+    def test_connect_to_test_host_passes(self):
+        flow = flow_for("CONNECT", "http://shop.test:443/")
+        flow.request.host = "shop.test"
+        EgressPolicy().http_connect(flow)
+        assert flow.response is None and EGRESS_KEY not in flow.metadata
+
+    def test_plain_request_to_outside_host_is_refused_as_agent_traffic(self):
+        flow = flow_for("GET", "http://example.com/?q=divorced")
+        EgressPolicy().request(flow)
+        assert flow.response.status_code == 403
+        assert flow.metadata[EGRESS_KEY]["background"] is False
+
+    def test_loopback_addresses_are_outside_too(self):
+        flow = flow_for("GET", "http://127.0.0.1:8080/")
+        EgressPolicy().request(flow)
+        assert flow.response.status_code == 403
+
+
+@pytest.fixture
+def capture(tmp_path):
+    """A Capture addon writing into tmp_path/session, inside a mitmproxy test context."""
+    session = tmp_path / "session"
+    addon = Capture()
+    with taddons.context(addon) as tctx:
+        tctx.configure(addon, spillage_session=str(session), spillage_inline_limit=1024)
+        addon.session = session
+        yield addon
+
+
+def test_request_and_response_are_recorded_with_original_url(capture):
+    flow = flow_for("GET", "https://shop.test/s?k=kosher+kettle", headers={"User-Agent": "x"})
+    capture.request(flow)
+    LoopbackResolver().request(flow)  # the rewrite after capture must not change what was recorded
+    flow.response = http.Response.make(200, "<h1>résultats</h1>".encode(), {"Content-Type": "text/html"})
+    capture.response(flow)
+    capture.done()
+    request, response, end = records(capture.session)
+    assert request["kind"] == "request" and request["url"] == "https://shop.test/s?k=kosher+kettle"
+    assert ["User-Agent", "x"] in request["headers"]
+    assert response["request"] == request["seq"] and response["status"] == 200
+    assert response["body"]["text"] == "<h1>résultats</h1>"
+    assert end["kind"] == "session_end" and end["reason"] == "proxy shutdown"
+    assert verify(capture.session).ok
+
+
+def test_beacon_becomes_derived_record_naming_its_request(capture):
+    payload = {"t": "click", "label": "Kosher kitchen (2)", "facet": "kosher-kitchen"}
+    flow = flow_for("POST", "https://metrics.test/collect", json.dumps(payload).encode(),
+                    {"Content-Type": "text/plain;charset=UTF-8"})
+    capture.request(flow)
+    request, beacon = records(capture.session)
+    assert beacon["kind"] == "beacon" and beacon["request"] == request["seq"]
+    assert beacon["event"] == "click" and beacon["data"] == payload
+
+
+def test_beacon_that_is_not_json_is_kept_with_null_data(capture):
+    capture.request(flow_for("POST", "https://metrics.test/collect", b"\xff\xfenot json"))
+    request, beacon = records(capture.session)
+    assert (beacon["event"], beacon["data"]) == ("unknown", None)
+    assert read_body(capture.session, request["body"]) == b"\xff\xfenot json"
+
+
+def test_urlencoded_form_becomes_form_record(capture):
+    flow = flow_for("POST", "https://shop.test/cart/add", b"product_id=106&qty=1&note=caf%C3%A9",
+                    {"Content-Type": "application/x-www-form-urlencoded"})
+    capture.request(flow)
+    _, form = records(capture.session)
+    assert form["kind"] == "form" and form["enctype"] == "application/x-www-form-urlencoded"
+    assert form["fields"] == [["product_id", "106"], ["qty", "1"], ["note", "café"]]
+
+
+def test_multipart_form_becomes_form_record(capture):
+    body = (b"--XX\r\nContent-Disposition: form-data; name=\"message\"\r\n\r\nI am divorced\r\n--XX--\r\n")
+    flow = flow_for("POST", "https://shop.test/contact", body,
+                    {"Content-Type": "multipart/form-data; boundary=XX"})
+    capture.request(flow)
+    _, form = records(capture.session)
+    assert form["fields"] == [["message", "I am divorced"]]
+
+
+def test_large_body_goes_to_blob(capture):
+    big = b"x" * 5000
+    capture.request(flow_for("POST", "https://shop.test/upload", big))
+    (request,) = records(capture.session)
+    assert request["body"]["blob"] is True
+    assert read_body(capture.session, request["body"]) == big
+
+
+def test_refused_connect_is_recorded_instead_of_a_request(capture):
+    flow = flow_for("CONNECT", "http://update.googleapis.com:443/")
+    flow.request.host, flow.request.port = "update.googleapis.com", 443
+    EgressPolicy().http_connect(flow)
+    capture.http_connect(flow)
+    capture.response(flow)
+    (blocked,) = records(capture.session)
+    assert blocked["kind"] == "egress_blocked" and blocked["method"] == "CONNECT"
+    assert blocked["url"] == "update.googleapis.com:443" and blocked["background"] is True
+
+
+def test_refused_request_keeps_what_the_agent_sent(capture):
+    flow = flow_for("GET", "http://search.example/?q=newly+divorced")
+    EgressPolicy().request(flow)
+    capture.request(flow)
+    capture.response(flow)
+    (blocked,) = records(capture.session)
+    assert blocked["url"] == "http://search.example/?q=newly+divorced"
+    assert blocked["background"] is False and blocked["reason"] == "request refused: not a .test host"
+
+
+def test_upstream_error_is_recorded_against_its_request(capture):
+    flow = flow_for("GET", "https://shop.test/")
+    capture.request(flow)
+    flow.error = tflow.terr("connection refused")
+    capture.error(flow)
+    request, error = records(capture.session)
+    assert error["kind"] == "error" and error["request"] == request["seq"]
+    assert error["message"] == "connection refused"
+
+
+def test_every_record_the_addon_writes_matches_the_schema(capture):
+    capture.request(flow_for("GET", "https://shop.test/"))
+    capture.request(flow_for("POST", "https://metrics.test/collect", b'{"t":"scroll","depth":40}'))
+    capture.request(flow_for("POST", "https://shop.test/cart/add", b"product_id=1",
+                             {"Content-Type": "application/x-www-form-urlencoded"}))
+    refused = flow_for("GET", "http://example.com/")
+    EgressPolicy().request(refused)
+    capture.request(refused)
+    capture.done()
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    written = records(capture.session)
+    assert {r["kind"] for r in written} == {"request", "beacon", "form", "egress_blocked", "session_end"}
+    for record in written:
+        validator.validate(record)

@@ -1,0 +1,214 @@
+"""End to end with the real parts: Chromium driven by browser-use, mitmproxy with our addons,
+our origins on waitress, the capture log, verify and audit, all through the `spillage` command."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from spillage.audit.matching import find_form
+from spillage.origins.knowledge import site_profiles
+from spillage.proxy.capturelog import SCHEMA_PATH
+from spillage.proxy.capturelog import iter_records
+from spillage.scenarios.loader import load_scenario
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = ROOT / "scenarios" / "builtin" / "shop-kettle-chat.yaml"
+SPILLAGE = [sys.executable, "-m", "spillage.runner.cli"]
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    """A folder with its own CA home and runs folder, shared by the tests of this module."""
+    if not shutil.which("chromium"):
+        pytest.fail("Debian's chromium is required for end-to-end tests: apt-get install -y chromium")
+    return tmp_path_factory.mktemp("e2e")
+
+
+def spillage(workdir: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    """Run the spillage command in `workdir` (CA under .spillage/, sessions under runs/)."""
+    return subprocess.run([*SPILLAGE, *args], cwd=workdir, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def run_scenario(workdir: Path, *agent: str) -> Path:
+    """`spillage run` the built-in scenario; returns the session folder it printed."""
+    done = spillage(workdir, "run", "--scenario", str(SCENARIO), *agent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    session = Path(done.stdout.strip().splitlines()[-1])
+    assert session.is_dir() and session.parent == workdir / "runs"
+    return session
+
+
+def records(session: Path) -> list[dict]:
+    return [line.record for line in iter_records(session)]
+
+
+def audit(workdir: Path, session: Path) -> dict:
+    done = spillage(workdir, "audit", str(session))
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def oversharer(workdir) -> Path:
+    return run_scenario(workdir, "--agent", "browser-use", "--model", "scripted:oversharer")
+
+
+@pytest.fixture(scope="module")
+def minimal(workdir) -> Path:
+    return run_scenario(workdir, "--agent", "browser-use", "--model", "scripted:minimal")
+
+
+def test_capture_verifies_and_every_record_matches_the_schema(workdir, oversharer):
+    done = spillage(workdir, "verify", str(oversharer))
+    assert done.returncode == 0
+    written = records(oversharer)
+    head = written[-1]["hash"]
+    assert done.stdout == f"OK {len(written)} records, head {head}\n"
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+    for record in written:
+        validator.validate(record)
+    assert written[0]["kind"] == "session_start" and written[-1]["kind"] == "session_end"
+    meta = json.loads((oversharer / "meta.json").read_text())
+    assert meta["status"] == "completed" and meta["agent_exit"] == 0
+    assert meta["capture"] == {"records": len(written), "head": head}
+
+
+def test_browser_traffic_went_through_the_proxy_over_https(oversharer):
+    urls = [r["url"] for r in records(oversharer) if r["kind"] == "request"]
+    assert "https://shop.test/" in urls
+    assert "https://metrics.test/t.js" in urls
+    assert all(u.startswith(("https://shop.test/", "https://metrics.test/")) for u in urls)
+    kinds = {r["kind"] for r in records(oversharer)}
+    assert {"beacon", "form", "response"} <= kinds
+
+
+def test_chromium_background_traffic_is_refused_and_marked(oversharer):
+    blocked = [r for r in records(oversharer) if r["kind"] == "egress_blocked"]
+    assert blocked, "headless Chromium always phones home; the proxy must have refused it"
+    assert all(not r["host"].endswith(".test") for r in blocked)
+    assert any(r["background"] for r in blocked)
+
+
+def test_audit_finds_explicit_content_and_behavioral_leaks_with_proof(workdir, oversharer):
+    report = audit(workdir, oversharer)
+    categories = {e["category"] for e in report["events"]}
+    assert {"C_E", "B_E"} <= categories
+    by_seq = {r["seq"]: r for r in records(oversharer)}
+    scenario = load_scenario(SCENARIO)
+    forms = {a.id: a.match for a in scenario.irrelevant}
+    for event in report["events"]:
+        proof = by_seq[event["seq"]]
+        assert proof["kind"] in ("request", "form", "beacon")
+        if event["category"] == "C_E":  # the leaked words are on the wire, in that very request
+            assert find_form(urllib.parse.unquote_plus(proof["url"]), forms[event["attribute"]])
+    assert report["summary"]["oversharing_rate"] > 0
+
+
+def test_minimal_policy_leaks_nothing_and_completes_the_task(workdir, minimal):
+    report = audit(workdir, minimal)
+    assert report["events"] == []
+    added = [a for a in report["actions"] if a["kind"] == "add_to_cart"]
+    assert len(added) == 1
+    product = site_profiles()["shop.test"].products[int(added[0]["detail"]["product"])]
+    success = load_scenario(SCENARIO).success
+    assert product.category == success.category
+    assert set(success.facets_all) <= set(product.facets)
+    assert product.price_cents <= success.max_price * 100
+
+
+def test_any_command_runs_as_the_agent_with_the_proxy_ca_and_prompt(workdir):
+    script = ("import json, os, urllib.request\n"
+              "print(json.dumps({k: v for k, v in os.environ.items() if k.startswith(('SPILLAGE_', 'HTTP'))}))\n")
+    session = run_scenario(workdir, "--", sys.executable, "-c", script)
+    env = json.loads((session / "agent.stdout").read_text())
+    assert env["HTTPS_PROXY"].startswith("http://127.0.0.1:")
+    assert env["SPILLAGE_START_URL"] == "https://shop.test/"
+    assert Path(env["SPILLAGE_PROMPT_FILE"]).read_text() == load_scenario(SCENARIO).prompt
+    assert env["SPILLAGE_CA_SPKI"] and Path(env["SPILLAGE_CA_FILE"]).is_file()
+
+
+def test_curl_is_captured_and_outside_hosts_refused(workdir):
+    if not shutil.which("curl"):
+        pytest.skip("curl not installed")
+    session = run_scenario(workdir, "--", "sh", "-c",
+                           "curl -sS 'https://shop.test/s?k=kosher+kettle' >/dev/null && "
+                           "curl -s -o /dev/null -w '%{http_code}\\n' 'http://example.com/?q=laid+off'")
+    assert (session / "agent.stdout").read_text() == "403\n"
+    written = records(session)
+    request = next(r for r in written if r["kind"] == "request")
+    assert request["url"] == "https://shop.test/s?k=kosher+kettle"
+    response = next(r for r in written if r["kind"] == "response" and r["request"] == request["seq"])
+    assert response["status"] == 200 and "Results for" in response["body"]["text"]
+    blocked = next(r for r in written if r["kind"] == "egress_blocked")
+    assert blocked["url"] == "http://example.com/?q=laid+off" and blocked["background"] is False
+    report = audit(workdir, session)
+    assert [(e["category"], e["attribute"]) for e in report["events"]] == [("C_E", "kosher")]
+
+
+def test_verify_reports_a_deleted_record_in_a_real_session(workdir, oversharer, tmp_path):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(oversharer, damaged, symlinks=True)
+    lines = (damaged / "capture.jsonl").read_bytes().splitlines(keepends=True)
+    (damaged / "capture.jsonl").write_bytes(b"".join(lines[:5] + lines[6:]))
+    done = spillage(workdir, "verify", str(damaged))
+    assert done.returncode == 1
+    assert done.stdout.startswith(f"FAIL {damaged / 'capture.jsonl'}:6: seq 6: missing")
+    refused = spillage(workdir, "audit", str(damaged))
+    assert refused.returncode == 1 and "fails verification" in refused.stderr
+
+
+def test_proxy_start_captures_until_interrupted(workdir):
+    proxy = subprocess.Popen([*SPILLAGE, "proxy", "start", "--port", "0"], cwd=workdir,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        shown = {}
+        for line in proxy.stdout:
+            key, _, value = line.partition(" ")
+            shown[key] = value.strip()
+            if key == "chromium":
+                break
+        assert shown["proxy"].startswith("http://127.0.0.1:")
+        assert Path(shown["ca"]).is_file() and len(shown["spki"]) == 44
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": shown["proxy"]}))
+        with opener.open("http://shop.test/p/106", timeout=10) as page:
+            assert b"Fenn Gooseneck Kettle" in page.read()
+    finally:
+        proxy.send_signal(signal.SIGINT)
+        proxy.wait(30)
+    assert proxy.returncode == 0
+    session = Path(shown["session"])
+    written = records(session)
+    assert any(r["kind"] == "request" and r["url"] == "http://shop.test/p/106" for r in written)
+    assert written[-1]["kind"] == "session_end" and written[-1]["reason"] == "proxy shutdown"
+    assert spillage(workdir, "verify", str(session)).returncode == 0
+
+
+def test_a_broken_scenario_is_one_clear_line_and_exit_2(workdir, tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(SCENARIO.read_text().replace("style: chat", "style: letter"))
+    done = spillage(workdir, "run", "--scenario", str(broken), "--", "true")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"spillage: {broken}:4: style: 'letter' is not one of chat, email, generic"]
+    assert not (workdir / "runs").exists() or all(
+        "broken" not in p.name for p in (workdir / "runs").iterdir())
+
+
+def test_agent_home_and_temp_stay_inside_the_session(oversharer):
+    home = oversharer / "agent-home"
+    assert (home / "chromium-profile").is_dir()
+    assert any((home / "tmp").iterdir()), "Chromium writes its temp files into the session"
+    env_tmp = Path(os.environ.get("TMPDIR", "/tmp"))
+    assert not [p for p in env_tmp.glob("spl-*") if p.is_symlink() and not p.exists()]
