@@ -45,6 +45,14 @@ class Child:
         )
         self._pump = threading.Thread(target=self._copy_output, daemon=True)
         self._pump.start()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self.match
+
+    def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.timeout
         while not self._ready.wait(0.05):
             if self.process.poll() is not None:
@@ -52,10 +60,8 @@ class Child:
                 raise ChildError(f"{self.name} exited with {self.process.returncode} before it was "
                                  f"ready; its output is in {self.log_path}: {self.tail()}")
             if time.monotonic() > deadline:
-                self.stop()
                 raise ChildError(f"{self.name} not ready after {self.timeout:.0f} s; "
                                  f"its output is in {self.log_path}: {self.tail()}")
-        return self.match
 
     def _copy_output(self) -> None:
         with open(self.log_path, "a", encoding="utf-8") as log:

@@ -51,7 +51,9 @@ def cmd_run(args) -> int:
     print(result.session_dir)
     if not result.capture_ok:
         return 1
-    return 0 if result.agent_exit == 0 and not result.timed_out else 3
+    if result.agent.status == "interrupted":
+        return 130
+    return 0 if result.agent.status == "completed" and result.agent.exit_code == 0 else 3
 
 
 def cmd_proxy_start(args) -> int:

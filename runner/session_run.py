@@ -4,8 +4,10 @@ import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,9 @@ from spillage.proxy.session import write_meta
 from spillage.proxy.verify import verify
 from spillage.proxy.version import SPILLAGE_VERSION
 from spillage.runner.agent_env import agent_environment
+from spillage.runner.children import ChildError
 from spillage.runner.agent_env import AgentHome
+from spillage.runner.stack import Stack
 from spillage.scenarios.model import Scenario
 
 SCENARIO_COPY = "scenario.yaml"
@@ -46,44 +50,80 @@ class AgentSpec:
 
 
 @dataclass(frozen=True)
+class AgentOutcome:
+    """How the agent process ended."""
+
+    exit_code: int | None
+    status: str          # completed, timed out, interrupted, failed to start
+    detail: str = ""
+
+    def describe(self, seconds: float) -> str:
+        if self.status == "completed":
+            return f"agent exited {self.exit_code} after {seconds:.1f} s"
+        return f"agent {self.status} after {seconds:.1f} s" + (f": {self.detail}" if self.detail else "")
+
+
+@dataclass(frozen=True)
 class SessionResult:
     """Where the session is and how it ended."""
 
     session_dir: Path
-    agent_exit: int | None
-    timed_out: bool
+    agent: AgentOutcome
     records: int
     head: str
     capture_ok: bool
 
 
-def run_agent(agent: AgentSpec, env: dict, session_dir: Path, timeout: float) -> tuple[int | None, bool]:
-    """Run the agent with its output in the session folder; (exit code, timed out)."""
-    with open(session_dir / "agent.stdout", "wb") as out, open(session_dir / "agent.stderr", "wb") as err:
-        try:
-            process = subprocess.Popen(agent.argv, env=env, stdout=out, stderr=err,
-                                       stdin=subprocess.DEVNULL, cwd=session_dir,
-                                       start_new_session=True)
-        except OSError as e:
-            err.write(f"spillage: cannot start agent {agent.argv[0]!r}: {e}\n".encode())
-            return None, False
-        try:
-            return process.wait(timeout), False
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 15)
+def stop_group(process: subprocess.Popen) -> None:
+    """SIGTERM the agent's process group, SIGKILL it if it is still there after 10 s."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        process.wait()
+
+
+def run_agent(agent: AgentSpec, env: dict, session_dir: Path, timeout: float, log=print) -> AgentOutcome:
+    """Run the agent in its own process group, its output in the session folder.
+
+    Ctrl-C is turned into a flag for the time the agent runs, so that it can arrive at any
+    moment (even while the process is being started) and still stop the agent's whole group.
+    """
+    interrupted = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+    log(f"agent {agent.label} running (timeout {timeout:.0f} s) ...")
+    try:
+        with open(session_dir / "agent.stdout", "wb") as out, \
+                open(session_dir / "agent.stderr", "wb") as err:
             try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, 9)
-                process.wait()
-            return process.returncode, True
+                process = subprocess.Popen(agent.argv, env=env, stdout=out, stderr=err,
+                                           stdin=subprocess.DEVNULL, cwd=session_dir,
+                                           start_new_session=True)
+            except OSError as e:
+                err.write(f"spillage: cannot start agent {agent.argv[0]!r}: {e}\n".encode())
+                return AgentOutcome(None, "failed to start", f"{agent.argv[0]}: {e.strerror or e}")
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    return AgentOutcome(process.wait(0.2), "completed")
+                except subprocess.TimeoutExpired:
+                    pass
+                if interrupted.is_set():
+                    stop_group(process)
+                    return AgentOutcome(process.returncode, "interrupted", "Ctrl-C")
+                if time.monotonic() > deadline:
+                    stop_group(process)
+                    return AgentOutcome(process.returncode, "timed out", f"stopped after {timeout:.0f} s")
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def run_session(scenario: Scenario, scenario_file: Path, agent: AgentSpec, runs_dir: Path,
                 ca_dir: Path, timeout: float = 300, log=print) -> SessionResult:
     """Start origins and proxy, run the agent behind them, seal the log; everything lands in a new session folder."""
-    from spillage.runner.stack import Stack
-
     session_dir = create_session(runs_dir, f"{scenario.id}-{agent.label}")
     log(f"session {session_dir}")
     shutil.copyfile(scenario_file, session_dir / SCENARIO_COPY)
@@ -99,31 +139,47 @@ def run_session(scenario: Scenario, scenario_file: Path, agent: AgentSpec, runs_
         "status": "running",
     }
     write_meta(session_dir, meta)
-    with Stack(session_dir, ca, log=log) as stack:
-        env = agent_environment(os.environ, stack.proxy_url, ca, scenario, session_dir,
-                                session_dir / SCENARIO_COPY)
-        log(f"agent {agent.label} running (timeout {timeout:.0f} s) ...")
-        began = time.monotonic()
-        with contextlib.ExitStack() as scope:
-            if agent.isolated_home:
-                env.update(scope.enter_context(AgentHome(session_dir)))
-            exit_code, timed_out = run_agent(agent, env, session_dir, timeout)
-        took = time.monotonic() - began
-        log(f"agent {'timed out' if timed_out else f'exited {exit_code}'} after {took:.1f} s")
+    stack = Stack(session_dir, ca, log=log)
+    outcome, took = AgentOutcome(None, "interrupted", "Ctrl-C before the agent started"), 0.0
+    try:
+        with stack:
+            env = agent_environment(os.environ, stack.proxy_url, ca, scenario, session_dir,
+                                    session_dir / SCENARIO_COPY)
+            with contextlib.ExitStack() as scope:
+                if agent.isolated_home:
+                    env.update(scope.enter_context(AgentHome(session_dir)))
+                began = time.monotonic()
+                outcome = run_agent(agent, env, session_dir, timeout, log)
+                took = time.monotonic() - began
+            log(outcome.describe(took))
+    except KeyboardInterrupt:
+        log("interrupted; sealing the session")
+    except ChildError as e:
+        outcome = AgentOutcome(None, "not run", str(e))
+        raise
+    finally:
+        result = finish_meta(session_dir, meta, stack, outcome, took)
+    log(f"capture: {result.count} records, head {result.head}"
+        + ("" if result.ok else f"; NOT OK: {result.damage}: {result.message}"))
+    return SessionResult(session_dir, outcome, result.count, result.head, result.ok)
+
+
+def finish_meta(session_dir: Path, meta: dict, stack, outcome: AgentOutcome, took: float):
+    """Write the final meta.json: how the agent ended, and the verified head of the log."""
     result = verify(session_dir)
     meta.update({
         "ended": utc_timestamp(),
-        "status": "timed out" if timed_out else "completed",
-        "agent_exit": exit_code,
+        "status": outcome.status,
+        "agent_exit": outcome.exit_code,
         "agent_seconds": round(took, 3),
         "proxy": {"url": stack.proxy_url, "exit": stack.exits.get("proxy")},
         "origins": {"url": stack.origin_url, "exit": stack.exits.get("origins")},
     })
+    if outcome.detail:
+        meta["status_detail"] = outcome.detail
     if result.ok:  # meta.json anchors the head; a damaged log is described, not anchored
         meta["capture"] = {"records": result.count, "head": result.head}
     else:
         meta["capture_damage"] = result.summary()
     write_meta(session_dir, meta)
-    log(f"capture: {result.count} records, head {result.head}"
-        + ("" if result.ok else f"; NOT OK: {result.damage}: {result.message}"))
-    return SessionResult(session_dir, exit_code, timed_out, result.count, result.head, result.ok)
+    return result

@@ -46,7 +46,7 @@ class Stack:
         self.proxy = Child("proxy", argv, PROXY_READY, self.session_dir / "proxy.log")
         try:
             self.proxy_url = self.proxy.start().group(1)
-        except Exception:
+        except BaseException:
             self.origins.stop()
             raise
         self.log(f"proxy on {self.proxy_url}, capturing into {self.session_dir / LOG_NAME}")

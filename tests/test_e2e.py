@@ -212,3 +212,28 @@ def test_agent_home_and_temp_stay_inside_the_session(oversharer):
     assert any((home / "tmp").iterdir()), "Chromium writes its temp files into the session"
     env_tmp = Path(os.environ.get("TMPDIR", "/tmp"))
     assert not [p for p in env_tmp.glob("spl-*") if p.is_symlink() and not p.exists()]
+
+
+def test_an_agent_that_hangs_is_stopped_and_the_log_still_sealed(workdir):
+    done = spillage(workdir, "run", "--scenario", str(SCENARIO), "--timeout", "2", "--", "sleep", "60")
+    assert done.returncode == 3
+    assert "agent timed out after" in done.stderr
+    session = Path(done.stdout.strip())
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["status"] == "timed out"
+    assert spillage(workdir, "verify", str(session)).returncode == 0
+
+
+def test_ctrl_c_stops_the_agent_and_seals_the_log(workdir):
+    run = subprocess.Popen([*SPILLAGE, "run", "--scenario", str(SCENARIO), "--", "sleep", "60"],
+                           cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in run.stderr:
+        if "running" in line:
+            break
+    run.send_signal(signal.SIGINT)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err
+    session = Path(out.strip())
+    assert json.loads((session / "meta.json").read_text())["status"] == "interrupted"
+    assert records(session)[-1]["kind"] == "session_end"
+    assert subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True).returncode == 1
