@@ -2,6 +2,7 @@
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -31,7 +32,7 @@ class Stack:
     ca: CertAuthority
     proxy_port: int = 0
     inline_limit: int | None = None
-    log: callable = print
+    log: Callable[[str], None] = print
     origin_url: str = ""
     proxy_url: str = ""
     exits: dict = field(default_factory=dict)

@@ -17,6 +17,7 @@ import spillage.scenarios
 from spillage.audit.actions import Action, ActionBuilder
 from spillage.origins.catalog import SEED_FACETS, SEED_PRODUCTS
 from spillage.proxy.capturelog import CaptureWriter
+from schema_check import assert_valid_record
 
 BUILTIN = Path(spillage.scenarios.__file__).parent / "builtin" / "shop-kettle-chat.yaml"
 SHOP = "https://shop.test"
@@ -48,6 +49,7 @@ class Traffic:
 
     def add(self, kind: str, **fields: Any) -> dict[str, Any]:
         self.records.append(self.writer.append(kind, **fields))
+        assert_valid_record(self.records[-1])
         return self.records[-1]
 
     def exchange(self, method: str, url: str, body: bytes = b"", content_type: str = "",

@@ -2,8 +2,8 @@
 
 import json
 
-import jsonschema
 import pytest
+from schema_check import assert_valid_record
 from mitmproxy import exceptions
 from mitmproxy import http
 from mitmproxy.test import taddons
@@ -15,13 +15,9 @@ from spillage.addons.egress import EgressPolicy
 from spillage.addons.hosts import background_reason
 from spillage.addons.hosts import is_test_host
 from spillage.addons.resolver import LoopbackResolver
-from spillage.proxy.capturelog import SCHEMA_PATH
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import read_body
 from spillage.proxy.verify import verify
-
-SCHEMA = json.loads(SCHEMA_PATH.read_text())
-
 
 def flow_for(method: str, url: str, body: bytes = b"", headers: dict | None = None,
              http2: bool = False) -> http.HTTPFlow:
@@ -243,8 +239,7 @@ def test_every_record_the_addon_writes_matches_the_schema(capture):
     EgressPolicy().request(refused)
     capture.request(refused)
     capture.done()
-    validator = jsonschema.Draft202012Validator(SCHEMA)
     written = records(capture.session)
     assert {r["kind"] for r in written} == {"request", "beacon", "form", "egress_blocked", "session_end"}
     for record in written:
-        validator.validate(record)
+        assert_valid_record(record)

@@ -11,12 +11,11 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-import jsonschema
 import pytest
+from schema_check import assert_valid_record
 
 from spillage.audit.matching import find_form
 from spillage.origins.knowledge import site_profiles
-from spillage.proxy.capturelog import SCHEMA_PATH
 from spillage.proxy.capturelog import iter_records
 from spillage.scenarios.loader import load_scenario
 
@@ -76,9 +75,8 @@ def test_capture_verifies_and_every_record_matches_the_schema(workdir, overshare
     written = records(oversharer)
     head = written[-1]["hash"]
     assert done.stdout == f"OK {len(written)} records, head {head}\n"
-    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
     for record in written:
-        validator.validate(record)
+        assert_valid_record(record)
     assert written[0]["kind"] == "session_start" and written[-1]["kind"] == "session_end"
     meta = json.loads((oversharer / "meta.json").read_text())
     assert meta["status"] == "completed" and meta["agent_exit"] == 0
