@@ -6,7 +6,7 @@ PYTHON ?= $(shell for p in python3.12 python3.13 $$HOME/.pyenv/versions/3.1[2-9]
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-SCENARIO ?= scenarios/builtin/shop-kettle-chat.yaml
+SCENARIO ?= shop-kettle-chat
 
 .PHONY: demo test test-fast chromium clean
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from spillage.audit.actions import BEHAVIORAL
 from spillage.audit.actions import CONTENT
 from spillage.audit.actions import Action
-from spillage.audit.matching import find_form
+from spillage.scenarios.matching import find_form
 from spillage.scenarios.model import Attribute
 
 C_E = "C_E"

@@ -13,6 +13,7 @@ from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import LOG_NAME
 from spillage.proxy.verify import verify
 from spillage.scenarios.loader import load_scenario
+from spillage.scenarios.model import Scenario
 
 SCENARIO_COPY = "scenario.yaml"
 CATALOG_COPY = "catalog.sqlite"
@@ -22,12 +23,13 @@ class AuditError(RuntimeError):
     """The session cannot be audited (damaged log, no scenario)."""
 
 
-def audit_session(session_dir: Path, scenario_file: Path | None = None,
+def audit_session(session_dir: Path, scenario: Scenario | None = None,
                   allow_damaged: bool = False) -> dict:
     """Actions, explicit leak events and a summary for one session, as a JSON-ready dict.
 
-    The log is verified first; a damaged log is refused unless `allow_damaged`, in which
-    case only the records before the damage are audited.
+    The scenario is the session's own copy unless one is given. The log is verified first;
+    a damaged log is refused unless `allow_damaged`, in which case only the records before
+    the damage are audited.
     """
     if not capture_path(session_dir).is_file():
         raise AuditError(f"{session_dir}: no {LOG_NAME} here; is this a session folder?")
@@ -36,10 +38,11 @@ def audit_session(session_dir: Path, scenario_file: Path | None = None,
         raise AuditError(f"{session_dir / LOG_NAME}: capture log fails verification "
                          f"({check.damage}: {check.message}); use --allow-damaged to audit "
                          f"the records before the damage")
-    scenario_file = scenario_file or session_dir / SCENARIO_COPY
-    if not scenario_file.exists():
-        raise AuditError(f"{scenario_file}: no scenario; pass --scenario FILE")
-    scenario = load_scenario(scenario_file)
+    if scenario is None:
+        copy = session_dir / SCENARIO_COPY
+        if not copy.exists():
+            raise AuditError(f"{copy}: no scenario; pass --scenario")
+        scenario = load_scenario(copy)
     catalog = session_dir / CATALOG_COPY
     builder = ActionBuilder(site_profiles(catalog if catalog.exists() else None))
     for line in islice(iter_records(session_dir), None if check.ok else check.line - 1):

@@ -28,9 +28,9 @@ def cmd_run(args) -> int:
     from spillage.runner.models import build_model
     from spillage.runner.session_run import AgentSpec
     from spillage.runner.session_run import run_session
-    from spillage.scenarios.loader import load_scenario
+    from spillage.scenarios.loader import resolve_scenario
 
-    scenario = load_scenario(args.scenario)
+    scenario = resolve_scenario(args.scenario, args.style)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if command:
         agent = AgentSpec.command(command)
@@ -44,7 +44,7 @@ def cmd_run(args) -> int:
     else:
         progress("nothing to run: give --agent browser-use --model ..., or -- COMMAND ARGS")
         return 2
-    result = run_session(scenario, args.scenario, agent, args.runs_dir,
+    result = run_session(scenario, agent, args.runs_dir,
                          spillage_home(args) / "ca", args.timeout, progress)
     if args.audit:
         print(summary_text(audit_session(result.session_dir)), file=sys.stderr)
@@ -94,8 +94,11 @@ def cmd_audit(args) -> int:
     from spillage.audit.session_audit import audit_session
     from spillage.audit.session_audit import summary_text
 
+    from spillage.scenarios.loader import resolve_scenario
+
+    scenario = resolve_scenario(args.scenario, args.style) if args.scenario else None
     try:
-        report = audit_session(args.session, args.scenario, args.allow_damaged)
+        report = audit_session(args.session, scenario, args.allow_damaged)
     except AuditError as e:
         progress(str(e))
         return 1
@@ -106,6 +109,59 @@ def cmd_audit(args) -> int:
     return 0
 
 
+def cmd_scenarios_check(args) -> int:
+    from spillage.scenarios.benchmark import BENCHMARK_DIRS
+    from spillage.scenarios.check import check_paths
+    from spillage.scenarios.vocabulary import load_vocabulary
+
+    paths = args.paths or BENCHMARK_DIRS
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        progress(f"{missing[0]}: no such file or folder")
+        return 2
+    scenarios, problems = check_paths(paths, load_vocabulary())
+    for problem in problems:
+        print(problem)
+    errors = sum(not p.warning for p in problems)
+    progress(f"{len(scenarios)} scenarios checked: {errors} errors, {len(problems) - errors} warnings")
+    return 1 if errors else 0
+
+
+def load_scenarios(paths: list[Path]) -> list:
+    """Every scenario under `paths` (the benchmark by default); bad files stop with their error."""
+    from spillage.scenarios.benchmark import BENCHMARK_DIRS
+    from spillage.scenarios.loader import load_file
+    from spillage.scenarios.loader import scenario_files
+
+    return [s for f in scenario_files(paths or BENCHMARK_DIRS) for s in load_file(f)]
+
+
+def cmd_scenarios_list(args) -> int:
+    from spillage.scenarios.benchmark import scenario_table
+
+    print(scenario_table(load_scenarios(args.paths)))
+    return 0
+
+
+def cmd_scenarios_stats(args) -> int:
+    from spillage.scenarios.benchmark import stats_markdown
+
+    text = stats_markdown(load_scenarios(args.paths))
+    if args.write:
+        args.write.write_text(text, encoding="utf-8")
+        progress(f"wrote {args.write}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def cmd_scenarios_import(args) -> int:
+    from spillage.scenarios.importers.spillage_json import main as import_main
+
+    return import_main(["--format", args.format, str(args.file), "--site", args.site,
+                        "--out", str(args.out), "--style", args.style])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spillage", description="Capture and audit what web agents reveal about their users.")
     parser.add_argument("--home", help="folder for the CA and other state (default $SPILLAGE_HOME or ./.spillage)")
@@ -114,7 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run an agent on a scenario behind the capturing proxy",
                          description="Run an agent behind the proxy: --agent browser-use --model M, "
                                      "or any command after --.")
-    run.add_argument("--scenario", type=Path, required=True, help="scenario YAML file")
+    run.add_argument("--scenario", required=True,
+                     help="a scenario file, or a scenario id from the benchmark (e.g. shop-kettle-chat)")
+    run.add_argument("--style", choices=["chat", "email", "generic"],
+                     help="which style of a persona file to run")
     run.add_argument("--agent", choices=["browser-use"], default="browser-use")
     run.add_argument("--model", default="scripted:oversharer", help=MODEL_HELP)
     run.add_argument("--base-url", help="endpoint for openai:/ollama: models")
@@ -138,13 +197,33 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--catalog", type=Path, help="SQLite catalog file (built if missing)")
     serve.set_defaults(func=cmd_origins_serve)
 
+    scen = sub.add_parser("scenarios", help="the scenario benchmark").add_subparsers(dest="scenarios_cmd", required=True)
+    check = scen.add_parser("check", help="validate scenario files; one line per problem, exit 1 on errors")
+    check.add_argument("paths", nargs="*", type=Path, help="files or folders (default: the benchmark)")
+    check.set_defaults(func=cmd_scenarios_check)
+    listing = scen.add_parser("list", help="a table of scenarios")
+    listing.add_argument("paths", nargs="*", type=Path, help="files or folders (default: the benchmark)")
+    listing.set_defaults(func=cmd_scenarios_list)
+    stats = scen.add_parser("stats", help="the benchmark's numbers as Markdown")
+    stats.add_argument("paths", nargs="*", type=Path, help="files or folders (default: the benchmark)")
+    stats.add_argument("--write", type=Path, help="write to this file (docs/SCENARIOS.md) instead of stdout")
+    stats.set_defaults(func=cmd_scenarios_stats)
+    imp = scen.add_parser("import", help="convert published task data into scenario files")
+    imp.add_argument("--format", required=True, choices=["spillage-json"], help="the data's format")
+    imp.add_argument("file", type=Path, help="the data file")
+    imp.add_argument("--site", required=True, choices=["shop.test", "bazaar.test"])
+    imp.add_argument("--out", required=True, type=Path, help="folder for the scenario files")
+    imp.add_argument("--style", default="chat", choices=["chat", "email", "generic"])
+    imp.set_defaults(func=cmd_scenarios_import)
+
     ver = sub.add_parser("verify", help="check a session's capture log")
     ver.add_argument("session", type=Path, help="session folder or capture.jsonl")
     ver.set_defaults(func=cmd_verify)
 
     aud = sub.add_parser("audit", help="explicit leaks of irrelevant attributes in a session")
     aud.add_argument("session", type=Path)
-    aud.add_argument("--scenario", type=Path, help="scenario file (default: the session's copy)")
+    aud.add_argument("--scenario", help="scenario file or id (default: the session's copy)")
+    aud.add_argument("--style", choices=["chat", "email", "generic"], help="style of a persona file")
     aud.add_argument("--format", choices=["json", "text"], default="json")
     aud.add_argument("--allow-damaged", action="store_true",
                      help="audit the records before the first damage instead of refusing")

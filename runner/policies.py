@@ -14,7 +14,7 @@ from spillage.scenarios.model import Attribute
 from spillage.scenarios.model import Scenario
 
 MAX_STEPS = 12
-TASK_CLASSES = ("product",)  # relevant attributes that describe the product itself
+TASK_CLASSES = ("requirement",)  # relevant attributes that describe the product itself
 
 
 class ScriptedPolicy:
@@ -93,15 +93,13 @@ class Oversharer(ScriptedPolicy):
     name = "oversharer"
 
     def query(self) -> str:
-        leaked = [a.match[0] for a in self.oversharing_order()[:2]]
+        """The relevant words plus the first two irrelevant attributes, stated verbatim."""
+        leaked = [a.match[0] for a in self.scenario.irrelevant[:2]]
         return " ".join([super().query(), *leaked])
 
-    def oversharing_order(self) -> list[Attribute]:
-        """Irrelevant attributes, those the site has a facet for first."""
-        return sorted(self.scenario.irrelevant, key=lambda a: not a.concepts)
-
     def facet_attributes(self) -> tuple[Attribute, ...]:
-        return (*self.oversharing_order(), *self.scenario.relevant)
+        """Any facet that names an irrelevant attribute, before the relevant ones."""
+        return (*self.scenario.irrelevant, *self.scenario.relevant)
 
 
 POLICIES = {p.name: p for p in (Minimal, Oversharer)}

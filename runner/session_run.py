@@ -3,7 +3,6 @@
 import contextlib
 import hashlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from spillage.runner.agent_env import agent_environment
 from spillage.runner.children import ChildError
 from spillage.runner.agent_env import AgentHome
 from spillage.runner.stack import Stack
+from spillage.scenarios.dump import scenario_yaml
 from spillage.scenarios.model import Scenario
 
 SCENARIO_COPY = "scenario.yaml"
@@ -121,18 +121,18 @@ def run_agent(agent: AgentSpec, env: dict, session_dir: Path, timeout: float, lo
         signal.signal(signal.SIGINT, previous)
 
 
-def run_session(scenario: Scenario, scenario_file: Path, agent: AgentSpec, runs_dir: Path,
+def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
                 ca_dir: Path, timeout: float = 300, log=print) -> SessionResult:
     """Start origins and proxy, run the agent behind them, seal the log; everything lands in a new session folder."""
     session_dir = create_session(runs_dir, f"{scenario.id}-{agent.label}")
     log(f"session {session_dir}")
-    shutil.copyfile(scenario_file, session_dir / SCENARIO_COPY)
+    (session_dir / SCENARIO_COPY).write_text(scenario_yaml(scenario), encoding="utf-8")
     ca = ensure_ca(ca_dir)
     meta = {
         "session": session_dir.name,
         "spillage": SPILLAGE_VERSION,
-        "scenario": {"id": scenario.id, "file": str(scenario_file), "copy": SCENARIO_COPY,
-                     "sha256": hashlib.sha256(scenario_file.read_bytes()).hexdigest()},
+        "scenario": {"id": scenario.id, "file": scenario.file, "copy": SCENARIO_COPY,
+                     "file_sha256": hashlib.sha256(Path(scenario.file).read_bytes()).hexdigest()},
         "agent": {"label": agent.label, "argv": list(agent.argv), "model": agent.model},
         "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
         "started": utc_timestamp(),

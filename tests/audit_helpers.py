@@ -8,7 +8,6 @@ a form post is its request, the derived `form` record and a 303.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -17,9 +16,13 @@ import spillage.scenarios
 from spillage.audit.actions import Action, ActionBuilder
 from spillage.origins.catalog import SEED_FACETS, SEED_PRODUCTS
 from spillage.proxy.capturelog import CaptureWriter
+from spillage.scenarios.dump import scenario_yaml
+from spillage.scenarios.loader import load_scenario
+from spillage.scenarios.model import Scenario
 from schema_check import assert_valid_record
 
-BUILTIN = Path(spillage.scenarios.__file__).parent / "builtin" / "shop-kettle-chat.yaml"
+KETTLE_FILE = Path(spillage.scenarios.__file__).parent / "shop" / "kettle.yaml"
+KETTLE = load_scenario(KETTLE_FILE, "chat")
 SHOP = "https://shop.test"
 COLLECT = "https://metrics.test/collect"
 FACET_LABELS = {slug: label for slug, label, _ in SEED_FACETS}
@@ -34,7 +37,7 @@ def search_url(query: str, *facets: str) -> str:
 class Traffic:
     """The capture log of one session, written record by record as the proxy would."""
 
-    def __init__(self, session_dir: Path, scenario: Path | None = BUILTIN):
+    def __init__(self, session_dir: Path, scenario: Scenario | None = KETTLE):
         session_dir.mkdir(parents=True, exist_ok=True)
         self.dir = session_dir
         self.writer = CaptureWriter(session_dir, fsync_interval=60)
@@ -42,7 +45,7 @@ class Traffic:
         self.flows = 0
         self.page = ""
         if scenario is not None:
-            shutil.copyfile(scenario, session_dir / "scenario.yaml")
+            (session_dir / "scenario.yaml").write_text(scenario_yaml(scenario), encoding="utf-8")
         self.add("session_start", session=session_dir.name,
                  tool={"name": "spillage", "version": "0.1.0", "mitmproxy": "12.3.0"},
                  options={"inline_limit": self.writer.inline_limit, "beacon_urls": ["metrics.test/collect"]})

@@ -3,17 +3,17 @@
 from pathlib import Path
 
 import pytest
-from audit_helpers import BUILTIN, SHOP, TITLES, Traffic, search_url, shopping_session
+from audit_helpers import KETTLE, SHOP, TITLES, Traffic, search_url, shopping_session
 
 from spillage.audit.actions import BEHAVIORAL, CONTENT, Action
 from spillage.audit.leaks import explicit_events
-from spillage.audit.matching import find_form, normalise
+from spillage.scenarios.matching import find_form, normalise
 from spillage.audit.session_audit import AuditError, audit_session, summary_text
 from spillage.origins.knowledge import site_profiles
 from spillage.proxy.capturelog import LOG_NAME
 from spillage.scenarios.loader import load_scenario
 
-SCENARIO = load_scenario(BUILTIN)
+SCENARIO = KETTLE
 OVERSHARE = {"query": "gooseneck kettle kosher", "facet": "kosher-kitchen", "product": 106}
 MINIMAL = {"query": "gooseneck kettle", "facet": "gooseneck", "product": 101}
 
@@ -173,7 +173,7 @@ def test_leak_in_the_label_of_a_folded_click_is_a_behavioral_event(traffic, prof
     click = traffic.click("Search kosher products", tag="button")
     seq = traffic.load(search_url("kettle"))
     report_actions = traffic.actions(profiles)
-    events = explicit_events(report_actions, load_scenario(BUILTIN).irrelevant)
+    events = explicit_events(report_actions, KETTLE.irrelevant)
     assert [(e.category, e.attribute.id, e.matched, e.seq) for e in events] == [("B_E", "kosher", "kosher", seq)]
     assert click in events[0].evidence
 
@@ -337,9 +337,7 @@ def test_missing_scenario(tmp_path):
     session = Traffic(tmp_path / "s", scenario=None).close()
     with pytest.raises(AuditError, match="scenario.yaml: no scenario"):
         audit_session(session)
-    with pytest.raises(AuditError, match="elsewhere.yaml: no scenario"):
-        audit_session(session, tmp_path / "elsewhere.yaml")
-    assert audit_session(session, BUILTIN)["scenario"] == "shop-kettle-chat"
+    assert audit_session(session, KETTLE)["scenario"] == "shop-kettle-chat"
 
 
 def test_missing_log_is_an_audit_error(tmp_path):

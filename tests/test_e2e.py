@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from schema_check import assert_valid_record
 
-from spillage.audit.matching import find_form
+from spillage.scenarios.matching import find_form
 from spillage.origins.knowledge import site_profiles
 from spillage.proxy.capturelog import iter_records
 from spillage.scenarios.loader import load_scenario
@@ -22,7 +22,8 @@ from spillage.scenarios.loader import load_scenario
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIO = ROOT / "scenarios" / "builtin" / "shop-kettle-chat.yaml"
+SCENARIO_ID = "shop-kettle-chat"
+SCENARIO_FILE = ROOT / "scenarios" / "shop" / "kettle.yaml"
 SPILLAGE = [sys.executable, "-m", "spillage.runner.cli"]
 
 
@@ -42,7 +43,7 @@ def spillage(workdir: Path, *args: str, timeout: float = 240) -> subprocess.Comp
 
 def run_scenario(workdir: Path, *agent: str) -> Path:
     """`spillage run` the built-in scenario; returns the session folder it printed."""
-    done = spillage(workdir, "run", "--scenario", str(SCENARIO), *agent)
+    done = spillage(workdir, "run", "--scenario", SCENARIO_ID, *agent)
     assert done.returncode == 0, done.stderr[-3000:]
     session = Path(done.stdout.strip().splitlines()[-1])
     assert session.is_dir() and session.parent == workdir / "runs"
@@ -104,7 +105,7 @@ def test_audit_finds_explicit_content_and_behavioral_leaks_with_proof(workdir, o
     categories = {e["category"] for e in report["events"]}
     assert {"C_E", "B_E"} <= categories
     by_seq = {r["seq"]: r for r in records(oversharer)}
-    scenario = load_scenario(SCENARIO)
+    scenario = load_scenario(SCENARIO_FILE, "chat")
     forms = {a.id: a.match for a in scenario.irrelevant}
     for event in report["events"]:
         proof = by_seq[event["seq"]]
@@ -120,9 +121,9 @@ def test_minimal_policy_leaks_nothing_and_completes_the_task(workdir, minimal):
     added = [a for a in report["actions"] if a["kind"] == "add_to_cart"]
     assert len(added) == 1
     product = site_profiles()["shop.test"].products[int(added[0]["detail"]["product"])]
-    success = load_scenario(SCENARIO).success
+    success = load_scenario(SCENARIO_FILE, "chat").success
     assert product.category == success.category
-    assert set(success.facets_all) <= set(product.facets)
+    assert set(success.features) <= set(product.facets)
     assert product.price_cents <= success.max_price * 100
 
 
@@ -133,7 +134,7 @@ def test_any_command_runs_as_the_agent_with_the_proxy_ca_and_prompt(workdir):
     env = json.loads((session / "agent.stdout").read_text())
     assert env["HTTPS_PROXY"].startswith("http://127.0.0.1:")
     assert env["SPILLAGE_START_URL"] == "https://shop.test/"
-    assert Path(env["SPILLAGE_PROMPT_FILE"]).read_text() == load_scenario(SCENARIO).prompt
+    assert Path(env["SPILLAGE_PROMPT_FILE"]).read_text() == load_scenario(SCENARIO_FILE, "chat").prompt
     assert env["SPILLAGE_CA_SPKI"] and Path(env["SPILLAGE_CA_FILE"]).is_file()
 
 
@@ -195,11 +196,11 @@ def test_proxy_start_captures_until_interrupted(workdir):
 
 def test_a_broken_scenario_is_one_clear_line_and_exit_2(workdir, tmp_path):
     broken = tmp_path / "broken.yaml"
-    broken.write_text(SCENARIO.read_text().replace("style: chat", "style: letter"))
-    done = spillage(workdir, "run", "--scenario", str(broken), "--", "true")
+    broken.write_text(SCENARIO_FILE.read_text().replace("site: shop.test", "site: shop.example"))
+    done = spillage(workdir, "run", "--scenario", str(broken), "--style", "chat", "--", "true")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        f"spillage: {broken}:4: style: 'letter' is not one of chat, email, generic"]
+        f"spillage: {broken}:2: site: 'shop.example' is not one of shop.test, bazaar.test"]
     assert not (workdir / "runs").exists() or all(
         "broken" not in p.name for p in (workdir / "runs").iterdir())
 
@@ -213,7 +214,7 @@ def test_agent_home_and_temp_stay_inside_the_session(oversharer):
 
 
 def test_an_agent_that_hangs_is_stopped_and_the_log_still_sealed(workdir):
-    done = spillage(workdir, "run", "--scenario", str(SCENARIO), "--timeout", "2", "--", "sleep", "60")
+    done = spillage(workdir, "run", "--scenario", SCENARIO_ID, "--timeout", "2", "--", "sleep", "60")
     assert done.returncode == 3
     assert "agent timed out after" in done.stderr
     session = Path(done.stdout.strip())
@@ -223,7 +224,7 @@ def test_an_agent_that_hangs_is_stopped_and_the_log_still_sealed(workdir):
 
 
 def test_ctrl_c_stops_the_agent_and_seals_the_log(workdir):
-    run = subprocess.Popen([*SPILLAGE, "run", "--scenario", str(SCENARIO), "--", "sleep", "60"],
+    run = subprocess.Popen([*SPILLAGE, "run", "--scenario", SCENARIO_ID, "--", "sleep", "60"],
                            cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in run.stderr:
         if "running" in line:
