@@ -1,11 +1,15 @@
 """Scenario files: loading both shapes, errors that name file, line and field, and `scenarios check`."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
+import yaml
 
+from spillage.scenarios.benchmark import BENCHMARK_DIRS
 from spillage.scenarios.benchmark import SCENARIO_DIR
 from spillage.scenarios.check import check_paths
 from spillage.scenarios.dump import scenario_yaml
@@ -13,6 +17,7 @@ from spillage.scenarios.loader import ScenarioError
 from spillage.scenarios.loader import load_file
 from spillage.scenarios.loader import load_scenario
 from spillage.scenarios.loader import resolve_scenario
+from spillage.scenarios.loader import scenario_files
 from spillage.scenarios.matching import find_form
 from spillage.scenarios.vocabulary import load_vocabulary
 
@@ -237,3 +242,18 @@ def test_list_command_shows_a_table():
     header, *rows = done.stdout.splitlines()
     assert header.split() == ["id", "site", "style", "task", "#relevant", "#irrelevant"]
     assert rows[1].split() == ["shop-kettle-email", "shop.test", "email", "gooseneck", "kettle", "5", "5"]
+
+
+def test_every_scenario_file_matches_the_json_schema(tmp_path):
+    validator = jsonschema.Draft202012Validator(json.loads((SCENARIO_DIR / "scenario.schema.json").read_text()))
+    single = tmp_path / "single.yaml"
+    single.write_text(scenario_yaml(load_scenario(KETTLE, "chat")), encoding="utf-8")
+    files = [*scenario_files(BENCHMARK_DIRS), single]
+    assert len(files) == 61
+    for path in files:
+        errors = [f"{path}: {e.json_path}: {e.message}" for e in validator.iter_errors(yaml.safe_load(path.read_text()))]
+        assert errors == []
+    broken = yaml.safe_load(KETTLE_TEXT)
+    broken["attributes"][0]["class"] = "product"
+    broken["style"] = "chat"
+    assert len(list(validator.iter_errors(broken))) == 2
