@@ -7,8 +7,6 @@ from pathlib import Path
 
 from .catalog import Catalog, build_catalog
 
-TRACKERS = {"metrics.test": "/collect"}
-
 
 @dataclass(frozen=True)
 class ProductFacts:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from spillage.scenarios.importers import SpillageImportError
-from spillage.scenarios.importers import import_spillage_json
+from spillage.scenarios.importers.spillage_json import SpillageImportError
+from spillage.scenarios.importers.spillage_json import import_spillage_json
 from spillage.scenarios.importers.classes import guess_category
 from spillage.scenarios.importers.classes import guess_class
 from spillage.scenarios.importers.derive import money_forms
