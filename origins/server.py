@@ -11,21 +11,30 @@ from pathlib import Path
 
 import waitress
 
+from spillage.scenarios.loader import ScenarioError
+from spillage.scenarios.loader import load_file
+from spillage.scenarios.loader import scenario_files
+
 from .app import make_app
 from .catalog import build_catalog
+from .catalog import with_benchmark
 
 
 def _stop(signum, frame):
     raise SystemExit(0)
 
 
-def serve(host="127.0.0.1", port=0, catalog_path=None, ready=None) -> None:
-    """Build the catalog, bind, print the ready line, then serve until SIGTERM/SIGINT.
+def serve(host="127.0.0.1", port=0, catalog_path=None, ready=None, seed=0, scenarios=None,
+          existing=False) -> None:
+    """Build the catalog (or serve an `existing` one), bind, print the ready line, then serve
+    until SIGTERM/SIGINT.
 
-    `ready`, if given, is called with the bound port just before serving starts."""
+    `scenarios` join the benchmark's, replacing those of their personas; `ready`, if given, is called with the
+    bound port just before serving starts."""
     with tempfile.TemporaryDirectory(prefix="spillage-origins-") as tmp:
         path = Path(catalog_path) if catalog_path else Path(tmp) / "catalog.sqlite"
-        build_catalog(path)
+        if not existing:
+            build_catalog(path, with_benchmark(scenarios) if scenarios else None, seed)
         server = waitress.create_server(make_app(path), host=host, port=port, threads=8)
         handlers = {}
         try:
@@ -46,12 +55,18 @@ def serve(host="127.0.0.1", port=0, catalog_path=None, ready=None) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m spillage.origins.server",
-        description="Serve shop.test and metrics.test on one loopback port (dispatch by Host header).",
+        description="Serve shop.test, bazaar.test and metrics.test on one loopback port (dispatch by Host header).",
     )
     parser.add_argument("--host", default="127.0.0.1", help="loopback IP address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="TCP port; 0 picks a free one (default 0)")
     parser.add_argument("--catalog", type=Path, metavar="PATH",
                         help="write the catalog database here (default: a temporary file)")
+    parser.add_argument("--seed", type=int, default=0, help="catalog seed (default 0)")
+    parser.add_argument("--scenarios", type=Path, nargs="+", default=[], metavar="PATH",
+                        help="scenario files or folders the catalog adds to the benchmark's "
+                             "(a persona given here replaces the benchmark's)")
+    parser.add_argument("--from-catalog", type=Path, metavar="PATH",
+                        help="serve this existing catalog file instead of building one")
     args = parser.parse_args(argv)
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback
@@ -63,9 +78,18 @@ def main(argv=None) -> int:
         parser.error(f"--port must be between 0 and 65535, not {args.port}")
     if args.catalog is not None and not args.catalog.parent.is_dir():
         parser.error(f"--catalog: directory {str(args.catalog.parent)!r} does not exist")
+    if args.from_catalog is not None and (args.catalog or args.scenarios):
+        parser.error("--from-catalog serves a built catalog: it takes no --catalog or --scenarios")
+    if args.from_catalog is not None and not args.from_catalog.is_file():
+        parser.error(f"--from-catalog: no catalog file at {str(args.from_catalog)!r}")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     try:
-        serve(args.host, args.port, args.catalog)
+        scenarios = [s for f in scenario_files(args.scenarios) for s in load_file(f)]
+        serve(args.host, args.port, args.from_catalog or args.catalog, seed=args.seed, scenarios=scenarios,
+              existing=args.from_catalog is not None)
+    except ScenarioError as e:
+        print(f"spillage origins: {e}", file=sys.stderr)
+        return 2
     except OSError as e:
         print(f"spillage origins: {e}", file=sys.stderr)
         return 1
