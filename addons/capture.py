@@ -79,8 +79,10 @@ class Capture:
             "Bodies up to this many bytes are stored inline; larger ones go to blobs/.",
         )
         loader.add_option(
-            "spillage_beacon_urls", Sequence[str], ["metrics.test/collect"],
-            "host/path of tracker endpoints whose requests are recorded as beacons.",
+            "spillage_beacon_urls", Sequence[str],
+            ["metrics.test/collect", "shop.test/_log", "bazaar.test/_log"],
+            "host/path of event endpoints whose requests are also recorded as beacons: the "
+            "third-party tracker's and the shops' own first-party event logs.",
         )
 
     def configure(self, updated):
