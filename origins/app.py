@@ -1,5 +1,6 @@
 """One WSGI callable for every origin, dispatching on the Host header."""
 
+from .bazaar import make_bazaar
 from .catalog import Catalog
 from .metrics import make_metrics
 from .shop import make_shop
@@ -39,7 +40,9 @@ class HostDispatcher:
 
 
 def make_app(catalog_path) -> HostDispatcher:
+    catalog = Catalog(catalog_path)
     return HostDispatcher({
-        "shop.test": make_shop(Catalog(catalog_path)),
+        "shop.test": make_shop(catalog),
+        "bazaar.test": make_bazaar(catalog),
         "metrics.test": make_metrics(),
     })

@@ -1,244 +1,689 @@
-"""shop.test: a small kitchenware store with search, facet filters, product pages and a cart."""
+"""shop.test: Copperleaf, an Amazon-like store over the generated catalog.
 
-import html
-import secrets
-import threading
-from importlib import resources
-from string import Template
+Every page is rendered on the server and every link and form works without JavaScript. The
+`data-product`, `data-sponsored`, `data-section` and `data-facet` attributes and the URL grammar
+(docs/ORIGINS.md) are a contract with the tracker and the auditor.
+"""
+
+from dataclasses import dataclass
+from dataclasses import replace
+from typing import NamedTuple
 from urllib.parse import urlencode
 
 import falcon
 
-from .catalog import Catalog, Product
+from .catalog import Catalog
+from .catalog import Product
+from .catalog import Section
+from .catalog import Variant
+from .common import HTML
+from .common import MAX_QTY
+from .common import Layout
+from .common import SiteResource
+from .common import site_app
+from .common import esc
+from .common import money
+from .common import page_param
+from .common import read_form
+from .common import text_field
+from .common import visitor
+from .common import whole_number
 
-HTML = "text/html; charset=utf-8"
-FEATURED = (102, 103, 110, 111)
-MAX_QTY = 99
-CART_COOKIE = "cart"
-_PAGE = Template(resources.files(__package__).joinpath("templates/page.html").read_text("utf-8"))
+SITE = "shop.test"
+PER_PAGE = 24
+MAX_PAGE = 10_000
+MAX_ID = 2**62
+MAX_QUERY = 8192
+MAX_KEYWORD = 200
+MAX_QUESTION = 1000
+CAROUSEL_SIZE = 10
+HOME_DEPARTMENTS = 6
+HOME_THEMES = 4
+SORTS = {"relevance": "Featured", "price-asc": "Price: low to high", "price-desc": "Price: high to low",
+         "rating": "Avg. customer review", "newest": "Newest arrivals"}
+FACET_GROUPS = (("brand", "Brand"), ("feature", "Features"), ("need", "Shop by need & lifestyle"),
+                ("price", "Price"), ("rating", "Customer rating"), ("condition", "Condition"))
+LISTS = ("Wish list", "Gift ideas", "Baby registry")
 
 
-def esc(value) -> str:
-    return html.escape(str(value), quote=True)
+class Field(NamedTuple):
+    """A free-text checkout field."""
+
+    name: str
+    label: str
+    limit: int
+    required: bool = False
+    multiline: bool = False
+
+    def html(self) -> str:
+        """The labelled input, or textarea when multiline."""
+        attrs = f'id="{self.name}" name="{self.name}" maxlength="{self.limit}"'
+        control = f"<textarea {attrs}></textarea>" if self.multiline else f'<input type="text" {attrs}>'
+        return f'<div class="field"><label for="{self.name}">{esc(self.label)}</label>\n{control}</div>\n'
 
 
-def price(cents: int) -> str:
-    return f"${cents // 100}.{cents % 100:02d}"
+ADDRESS = (Field("full_name", "Full name", 200, True), Field("address_line1", "Address line 1", 200, True),
+           Field("address_line2", "Address line 2 (optional)", 200), Field("city", "City", 100, True),
+           Field("state", "State / province (optional)", 100), Field("postal_code", "ZIP / postal code", 20, True))
+INSTRUCTIONS = Field("delivery_instructions", "Delivery instructions (optional)", 500, multiline=True)
+GIFT_MESSAGE = Field("gift_message", "Gift message (optional)", 500, multiline=True)
 
 
-def render(resp, title: str, body: str, query: str = "") -> None:
-    """Wrap `body` (already escaped HTML) in the shared page layout."""
-    resp.content_type = HTML
-    resp.text = _PAGE.substitute(title=esc(title), query=esc(query), body=body)
+class ShopLayout(Layout):
+    """templates/shop.html: the common layout plus the department menu of the search form and the department bar."""
+
+    def __init__(self, catalog: Catalog):
+        super().__init__("shop", "Copperleaf")
+        self.categories = catalog.categories(SITE)
+        self.nav = "".join(f'<a href="/c/{esc(c.slug)}">{esc(c.label)}</a>\n' for c in self.categories)
+
+    def render(self, resp, title: str, body: str, query: str = "", category: str | None = None) -> None:
+        """Wrap `body` (already escaped HTML); `category` is preselected in the search form."""
+        options = '<option value="">All departments</option>\n' + "".join(
+            f'<option value="{esc(c.slug)}"{" selected" if c.slug == category else ""}>{esc(c.label)}</option>\n'
+            for c in self.categories)
+        resp.content_type = HTML
+        resp.text = self.template.substitute(title=esc(title), query=esc(query), body=body,
+                                             departments=options, nav=self.nav)
 
 
-def product_list(products: list[Product]) -> str:
-    items = "".join(
-        f'<li data-product="{p.id}"><a href="/p/{p.id}" data-product="{p.id}">{esc(p.title)}</a>'
-        f' <span class="price">{price(p.price_cents)}</span></li>\n'
-        for p in products
-    )
-    return f'<ul class="products">\n{items}</ul>'
+# --- HTML pieces ---------------------------------------------------------------------------
 
 
-def listing(catalog: Catalog, path: str, params: list, active: list[str], heading: str,
-            products: list[Product]) -> str:
-    """Facet sidebar and result list; facet links keep `params` and the active facets."""
+def href(path: str, params) -> str:
+    """`path` with the query `params` (pairs, empty values left out), escaped for an attribute."""
+    query = urlencode([(k, v) for k, v in params if v != ""])
+    return esc(f"{path}?{query}" if query else path)
 
-    def href(facets):
-        query = urlencode(params + [("f", slug) for slug in facets])
-        return esc(f"{path}?{query}" if query else path)
 
-    labels = {f.slug: f.label for f in catalog.facets()}
-    removes = "".join(
-        f'<li><a href="{href([s for s in active if s != slug])}" data-facet="{esc(slug)}">'
-        f"Remove filter: {esc(labels.get(slug, slug))}</a></li>\n"
-        for slug in active
-    )
-    adds = "".join(
-        f'<li><a href="{href(active + [facet.slug])}" data-facet="{esc(facet.slug)}">'
-        f"{esc(facet.label)} ({count})</a></li>\n"
-        for facet, count in catalog.facet_counts(products)
-        if facet.slug not in active
-    )
-    sidebar = '<nav aria-label="Filters" data-section="filters">\n<h2>Filters</h2>\n'
-    if removes:
-        sidebar += f"<h3>Active filters</h3>\n<ul>\n{removes}</ul>\n"
-    if adds:
-        sidebar += f"<h3>Narrow results</h3>\n<ul>\n{adds}</ul>\n"
-    sidebar += "</nav>\n"
+def stars(rating: float, count: int | None = None) -> str:
+    """The rating as star glyphs and text, e.g. "4.4 out of 5 stars (1,234)"."""
+    glyphs = "★" * round(rating) + "☆" * (5 - round(rating))
+    counted = f" ({count:,})" if count is not None else ""
+    return (f'<span class="rating"><span class="stars" aria-hidden="true">{glyphs}</span> '
+            f"{rating:.1f} out of 5 stars{counted}</span>")
 
-    if products:
-        count = f"{len(products)} result{'s' if len(products) != 1 else ''}"
-        results = f"<p>{count}</p>\n{product_list(products)}"
+
+def price_tag(price: int, list_price: int) -> str:
+    """The price, and the list price struck through with the saving when discounted."""
+    text = f'<span class="price">{money(price)}</span>'
+    if list_price > price:
+        saving = round(100 * (list_price - price) / list_price)
+        text = (f'<span class="save">-{saving}%</span> {text}'
+                f' <span class="list-price">List: <s>{money(list_price)}</s></span>')
+    return text
+
+
+def thumb(product_id: int) -> str:
+    """A picture placeholder, tinted per product."""
+    return f'<span class="thumb" style="--h:{product_id * 47 % 360}" aria-hidden="true"></span>'
+
+
+def tile(p: Product, sponsored: bool = False) -> str:
+    """A product tile: picture and title linking to the product, brand, rating, price."""
+    mark = ' data-sponsored="1"' if sponsored else ""
+    badge = '<span class="badge sponsored">Sponsored</span>\n' if sponsored else ""
+    return (f'<li class="tile" data-product="{p.id}"{mark}>\n{badge}'
+            f'<a href="/p/{p.id}" data-product="{p.id}"{mark}>{thumb(p.id)}<span class="title">{esc(p.title)}</span></a>\n'
+            f'<span class="brand">{esc(p.brand)}</span>\n{stars(p.rating, p.rating_count)}\n'
+            f"<span>{price_tag(p.price_cents, p.list_price_cents)}</span>\n</li>\n")
+
+
+def carousel(slug: str, title: str, products: list[Product], see_all: str = "", sponsored: bool = False) -> str:
+    """A titled, horizontally scrolling row of tiles, with a "See all" link when given one."""
+    link = f' <a href="{see_all}">See all</a>' if see_all else ""
+    tiles = "".join(tile(p, sponsored) for p in products)
+    return (f'<section class="panel carousel" data-section="{esc(slug)}">\n'
+            f'<div class="carousel-head"><h2>{esc(title)}</h2>{link}</div>\n'
+            f'<ol class="row">\n{tiles}</ol>\n</section>\n')
+
+
+def section_carousel(catalog: Catalog, section: Section) -> str:
+    products = catalog.products_by_id(SITE, section.product_ids[:CAROUSEL_SIZE])
+    return carousel(section.slug, section.title, products, f"/b/{esc(section.slug)}")
+
+
+def result_list(products: list[Product], next_url: str) -> str:
+    """The results as an ordered list the site script can extend from `next_url` (escaped)."""
+    following = f' data-next="{next_url}"' if next_url else ""
+    return f'<ol class="results" data-results{following}>\n{"".join(tile(p) for p in products)}</ol>\n'
+
+
+def pagination(url, page: int, pages: int) -> str:
+    """Numbered page links around `page` with Previous and Next page; `url(n)` is page n's URL."""
+    if pages <= 1:
+        return ""
+    parts = [f'<a rel="prev" href="{url(page - 1)}">Previous</a>'] if page > 1 else []
+    last = 0
+    for n in sorted({1, pages, *range(max(1, page - 2), min(pages, page + 2) + 1)}):
+        if n > last + 1:
+            parts.append('<span aria-hidden="true">…</span>')
+        parts.append(f'<span aria-current="page">{n}</span>' if n == page else f'<a href="{url(n)}">{n}</a>')
+        last = n
+    if page < pages:
+        parts.append(f'<a rel="next" href="{url(page + 1)}">Next page</a>')
+    return f'<nav class="pagination" aria-label="Pages">\n{"\n".join(parts)}\n</nav>\n'
+
+
+def count_line(total: int, page: int, noun: str = "result") -> str:
+    """E.g. "25–48 of 60 results"."""
+    if not total:
+        return f"No {noun}s"
+    first = (page - 1) * PER_PAGE + 1
+    return f"{first}–{min(total, page * PER_PAGE)} of {total:,} {noun}{'s' if total != 1 else ''}"
+
+
+# --- results pages -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The state of a results page (words, department, facets, sort, page) and the links to its neighbours."""
+
+    path: str                 # /s, or /c/<category> where the department is in the path
+    query: str
+    category: str | None
+    facets: tuple[str, ...]
+    sort: str = "relevance"
+    page: int = 1
+
+    def params(self) -> list[tuple[str, str]]:
+        """The query parameters, page and sort last, empty or default ones left out."""
+        pairs = [("k", self.query), ("i", self.category or "")] if self.path == "/s" else []
+        pairs += [("f", slug) for slug in self.facets]
+        pairs += [("sort", self.sort if self.sort != "relevance" else ""), ("page", str(self.page) if self.page > 1 else "")]
+        return [(k, v) for k, v in pairs if v]
+
+    def url(self, **changes) -> str:
+        """This page's URL (escaped) with some fields changed; any change but `page` starts at page 1."""
+        return href(self.path, replace(self, **{"page": 1, **changes}).params())
+
+
+def read_listing(req, path: str, category: str | None) -> Listing:
+    """The listing parameters of the request; 400 for a bad sort, page or too long a query."""
+    query = req.get_param("k", default="") if path == "/s" else ""
+    if len(query) > MAX_QUERY:
+        raise falcon.HTTPBadRequest(description=f"Search terms are limited to {MAX_QUERY:,} characters.")
+    sort = req.get_param("sort") or "relevance"
+    if sort not in SORTS:
+        raise falcon.HTTPBadRequest(description=f"sort must be one of: {', '.join(SORTS)}.")
+    facets = tuple(dict.fromkeys(slug for slug in req.get_param_as_list("f", default=[]) if slug))
+    page = whole_number({"page": req.get_param("page")}, "page", 1, MAX_PAGE, default=1)
+    return Listing(path, query, category, facets, sort, page)
+
+
+def filters(catalog: Catalog, listing: Listing, result) -> str:
+    """The sidebar: the active filters, then departments and facets with their counts, by group."""
+    blocks = []
+    if listing.facets:
+        removes = "".join(
+            f'<li><a data-facet="{esc(slug)}" href="{listing.url(facets=tuple(s for s in listing.facets if s != slug))}">'
+            f"Remove filter: {esc(getattr(catalog.facet(SITE, slug), 'label', slug))}</a></li>\n"
+            for slug in listing.facets)
+        blocks.append(f'<div class="active-filters"><h3>Your filters</h3>\n<ul>\n{removes}'
+                      f'<li><a href="{listing.url(facets=())}">Clear all filters</a></li>\n</ul></div>\n')
+    if listing.path == "/s" and result.category_counts:
+        items = [f'<li><a href="{listing.url(category=None)}">‹ Any department</a></li>\n'] if listing.category else []
+        items += [f'<li class="on"><strong>{esc(c.label)} ({n:,})</strong></li>\n' if c.slug == listing.category else
+                  f'<li><a href="{listing.url(category=c.slug)}">{esc(c.label)} ({n:,})</a></li>\n'
+                  for c, n in result.category_counts]
+        blocks.append(f'<h3>Department</h3>\n<ul>\n{"".join(items)}</ul>\n')
+    for kind, title in FACET_GROUPS:
+        counted = sorted(((f, n) for f, n in result.facet_counts if f.kind == kind), key=facet_order)
+        if len(counted) > (1 if kind == "condition" else 0):
+            blocks.append(f"<h3>{esc(title)}</h3>\n<ul>\n{''.join(facet_item(listing, f, n) for f, n in counted)}</ul>\n")
+    return f'<aside class="filters" aria-label="Filters" data-section="filters">\n{"".join(blocks)}</aside>\n'
+
+
+def facet_order(counted) -> tuple:
+    """Brands by name, price bands from the cheapest, other facets in catalog order (a stable sort keeps it)."""
+    facet, _ = counted
+    if facet.kind == "brand":
+        return (facet.label.lower(),)
+    low = facet.slug.split("-")[1] if facet.kind == "price" else ""
+    return (int(low) if low.isdigit() else 0,)
+
+
+def facet_item(listing: Listing, facet, count: int) -> str:
+    """A facet value: a link adding it, or for an active one a checked link removing it."""
+    on = facet.slug in listing.facets
+    facets = tuple(s for s in listing.facets if s != facet.slug) if on else (*listing.facets, facet.slug)
+    return (f'<li{" class=\"on\"" if on else ""}><a data-facet="{esc(facet.slug)}" href="{listing.url(facets=facets)}">'
+            f"{esc(facet.label)} ({count:,})</a></li>\n")
+
+
+def sort_form(listing: Listing) -> str:
+    """GET form choosing the sort order, keeping words, department and facets."""
+    hidden = "".join(f'<input type="hidden" name="{k}" value="{esc(v)}">\n'
+                     for k, v in replace(listing, sort="relevance", page=1).params())
+    options = "".join(f'<option value="{key}"{" selected" if key == listing.sort else ""}>{label}</option>\n'
+                      for key, label in SORTS.items())
+    return (f'<form class="sort" action="{esc(listing.path)}" method="get" data-section="sort">\n{hidden}'
+            f'<label for="sort">Sort by</label>\n<select id="sort" name="sort">\n{options}</select>\n'
+            f'<button type="submit" class="quiet">Sort</button>\n</form>\n')
+
+
+def results_page(catalog: Catalog, layout: ShopLayout, resp, listing: Listing, heading: str) -> None:
+    """Render a search or department page: filters, sort, sponsored slot, results, pages, related themes."""
+    result = catalog.search(SITE, listing.query, listing.facets, listing.category, listing.sort,
+                            listing.page, PER_PAGE)
+    if listing.page > result.pages:
+        raise falcon.HTTPBadRequest(description=f"page must be a whole number from 1 to {result.pages}.")
+    parts = [f'<div class="panel toolbar">\n<div><h1>{esc(heading)}</h1>\n'
+             f"<p>{count_line(result.total, listing.page)}</p></div>\n{sort_form(listing)}</div>\n"]
+    sponsored = catalog.sponsored(SITE, result.matched_ids)
+    if sponsored:
+        parts.append(carousel("sponsored", "Sponsored products", sponsored, sponsored=True))
+    if result.products:
+        following = listing.url(page=listing.page + 1) if listing.page < result.pages else ""
+        parts.append(f'<section data-section="results" aria-label="Results">\n'
+                     f"{result_list(result.products, following)}"
+                     f"{pagination(lambda n: listing.url(page=n), listing.page, result.pages)}</section>\n")
     else:
-        results = "<p>No results. Try other words or remove a filter.</p>"
-    return f'{sidebar}<section data-section="results">\n<h1>{esc(heading)}</h1>\n{results}\n</section>'
+        parts.append('<section class="panel" data-section="results">\n<p>No results match your search.</p>\n'
+                     "<p>Try other words, another department, or remove a filter.</p>\n</section>\n")
+    parts += [section_carousel(catalog, s) for s in catalog.related_sections(SITE, result.matched_ids)]
+    body = (f'<div class="listing">\n{filters(catalog, listing, result)}'
+            f'<div class="listing-main">\n{"".join(parts)}</div>\n</div>')
+    layout.render(resp, heading, body, query=listing.query, category=listing.category if listing.path == "/s" else None)
 
 
-class Carts:
-    """Server-side carts keyed by the cart cookie: cart id -> {product id: quantity}."""
-
-    def __init__(self):
-        self._carts: dict[str, dict[int, int]] = {}
-        self._lock = threading.Lock()
-
-    def add(self, cart_id: str | None, product_id: int, qty: int) -> str:
-        """Add to the cart `cart_id` (a new one if unknown) and return its id."""
-        with self._lock:
-            if cart_id not in self._carts:
-                cart_id = secrets.token_urlsafe(18)
-                self._carts[cart_id] = {}
-            lines = self._carts[cart_id]
-            lines[product_id] = lines.get(product_id, 0) + qty
-            return cart_id
-
-    def lines(self, cart_id: str | None) -> list[tuple[int, int]]:
-        with self._lock:
-            return list(self._carts.get(cart_id, {}).items())
-
-
-class Home:
-    def __init__(self, catalog: Catalog):
-        self.catalog = catalog
+class Search(SiteResource):
+    """GET /s?k=&i=&f=&sort=&page=: search results."""
 
     def on_get(self, req, resp):
-        categories = "".join(
-            f'<li><a href="/c/{esc(c)}">{esc(c.capitalize())}</a></li>\n'
-            for c in self.catalog.categories()
-        )
-        featured = [p for p in map(self.catalog.product, FEATURED) if p]
-        render(resp, "Home", (
-            f'<nav aria-label="Categories" data-section="categories">\n<h2>Shop by category</h2>\n'
-            f"<ul>\n{categories}</ul>\n</nav>\n"
-            f'<section data-section="featured">\n<h1>Featured products</h1>\n'
-            f"{product_list(featured)}\n</section>"
-        ))
+        slug = req.get_param("i") or None
+        category = self.catalog.category(SITE, slug) if slug else None
+        if slug and category is None:
+            raise falcon.HTTPBadRequest(description="i must be one of the store's departments.")
+        listing = read_listing(req, "/s", slug)
+        if listing.query.strip():
+            heading = f'Results for "{listing.query}"'
+        else:
+            heading = category.label if category else "All products"
+        results_page(self.catalog, self.layout, resp, listing, heading)
 
 
-class Search:
-    def __init__(self, catalog: Catalog):
-        self.catalog = catalog
-
-    def on_get(self, req, resp):
-        query = req.get_param("k", default="")
-        active = list(dict.fromkeys(req.get_param_as_list("f", default=[])))
-        products = self.catalog.search(query, active)
-        heading = f'Results for "{query}"' if query.strip() else "All products"
-        render(resp, heading, listing(self.catalog, "/s", [("k", query)], active, heading, products),
-               query=query)
-
-
-class Category:
-    def __init__(self, catalog: Catalog):
-        self.catalog = catalog
+class Department(SiteResource):
+    """GET /c/<category>?f=&sort=&page=: every product of a department."""
 
     def on_get(self, req, resp, category):
-        if category not in self.catalog.categories():
-            raise falcon.HTTPNotFound(description=f"There is no category {category!r}.")
-        active = list(dict.fromkeys(req.get_param_as_list("f", default=[])))
-        products = self.catalog.search("", active, category=category)
-        heading = category.capitalize()
-        render(resp, heading, listing(self.catalog, f"/c/{category}", [], active, heading, products))
+        found = self.catalog.category(SITE, category)
+        if found is None:
+            raise falcon.HTTPNotFound(description=f"There is no department {category!r}.")
+        listing = read_listing(req, f"/c/{category}", category)
+        results_page(self.catalog, self.layout, resp, listing, found.label)
 
 
-class ProductPage:
-    def __init__(self, catalog: Catalog):
-        self.catalog = catalog
+class SectionPage(SiteResource):
+    """GET /b/<slug>?page=: a themed section, a department's best sellers or today's deals."""
 
-    def on_get(self, req, resp, product_id):
-        p = self.catalog.product(product_id)
-        if p is None:
-            raise falcon.HTTPNotFound(description=f"There is no product {product_id}.")
-        labels = {f.slug: f.label for f in self.catalog.facets()}
-        features = "".join(f"<li>{esc(labels[s])}</li>\n" for s in p.facets)
-        if features:
-            features = f'<section data-section="features">\n<h2>Features</h2>\n<ul>\n{features}</ul>\n</section>\n'
-        render(resp, p.title, (
-            f'<article data-product="{p.id}">\n<h1>{esc(p.title)}</h1>\n'
-            f'<p>Price: <span class="price">{price(p.price_cents)}</span></p>\n'
-            f'<p>Category: <a href="/c/{esc(p.category)}">{esc(p.category.capitalize())}</a></p>\n'
-            f'<section data-section="description">\n<h2>Description</h2>\n<p>{esc(p.description)}</p>\n</section>\n'
-            f"{features}"
-            f'<form action="/cart/add" method="post" data-section="add-to-cart">\n'
-            f'<input type="hidden" name="product_id" value="{p.id}">\n'
-            f'<label for="qty">Quantity</label>\n'
-            f'<input type="number" id="qty" name="qty" value="1" min="1" max="{MAX_QTY}">\n'
-            f'<button type="submit">Add to cart</button>\n</form>\n</article>'
-        ))
+    def on_get(self, req, resp, slug):
+        section = self.catalog.section(SITE, slug)
+        if section is None:
+            raise falcon.HTTPNotFound(description=f"There is no collection {slug!r}.")
+        pages = max(1, -(-len(section.product_ids) // PER_PAGE))
+        page = page_param(req, pages)
+        products = self.catalog.products_by_id(SITE, section.product_ids[(page - 1) * PER_PAGE: page * PER_PAGE])
+        path = f"/b/{slug}"
 
+        def url(n):
+            return href(path, [("page", str(n) if n > 1 else "")])
 
-def _whole_number(form: dict, name: str) -> int | None:
-    value = form.get(name)
-    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        return int(value)
-    return None
+        more = ""
+        if section.category:
+            label = self.catalog.category(SITE, section.category).label
+            more = f' <a href="/c/{esc(section.category)}">See all in {esc(label)}</a>'
+        body = (f'<section data-section="{esc(slug)}">\n<div class="panel toolbar"><div><h1>{esc(section.title)}</h1>\n'
+                f"<p>{count_line(len(section.product_ids), page, 'item')}{more}</p></div></div>\n"
+                f"{result_list(products, url(page + 1) if page < pages else '')}"
+                f"{pagination(url, page, pages)}</section>")
+        self.layout.render(resp, section.title, body)
 
 
-class CartAdd:
-    def __init__(self, catalog: Catalog, carts: Carts):
-        self.catalog = catalog
-        self.carts = carts
-
-    def on_post(self, req, resp):
-        if not (req.content_type or "").startswith("application/x-www-form-urlencoded"):
-            raise falcon.HTTPUnsupportedMediaType(
-                description="Send the form as application/x-www-form-urlencoded."
-            )
-        form = req.get_media(default_when_empty={})
-        product_id = _whole_number(form, "product_id")
-        qty = _whole_number(form, "qty")
-        if product_id is None or self.catalog.product(product_id) is None:
-            raise falcon.HTTPBadRequest(description="product_id must be the id of a product in the catalog.")
-        if qty is None or not 1 <= qty <= MAX_QTY:
-            raise falcon.HTTPBadRequest(description=f"qty must be a whole number from 1 to {MAX_QTY}.")
-        cart_id = self.carts.add(req.cookies.get(CART_COOKIE), product_id, qty)
-        resp.set_cookie(CART_COOKIE, cart_id, path="/", secure=False, http_only=True, same_site="Lax")
-        resp.status = falcon.HTTP_303
-        resp.location = "/cart"
-
-
-class CartPage:
-    def __init__(self, catalog: Catalog, carts: Carts):
-        self.catalog = catalog
-        self.carts = carts
+class Home(SiteResource):
+    """GET /: hero, today's deals, department best sellers, themed carousels and every theme."""
 
     def on_get(self, req, resp):
-        rows, total = "", 0
-        for product_id, qty in self.carts.lines(req.cookies.get(CART_COOKIE)):
-            p = self.catalog.product(product_id)
-            total += p.price_cents * qty
-            rows += (
-                f'<tr data-product="{p.id}"><td><a href="/p/{p.id}" data-product="{p.id}">{esc(p.title)}</a></td>'
-                f"<td>{qty}</td><td>{price(p.price_cents)}</td><td>{price(p.price_cents * qty)}</td></tr>\n"
-            )
-        if rows:
-            content = (
-                "<table>\n<thead><tr><th>Product</th><th>Quantity</th><th>Price</th><th>Subtotal</th></tr></thead>\n"
-                f"<tbody>\n{rows}</tbody>\n</table>\n<p>Total: <strong>{price(total)}</strong></p>"
-            )
+        c = self.catalog
+        departments = c.sections(SITE, "department")
+        step = max(1, len(departments) // HOME_DEPARTMENTS)
+        themes = c.sections(SITE, "theme")
+        featured = sorted(themes, key=lambda s: -len(s.product_ids))[:HOME_THEMES]
+        deals = c.sections(SITE, "deals")
+        theme_links = "".join(f'<li><a href="/b/{esc(s.slug)}">{esc(s.title)}</a></li>\n' for s in themes)
+        department_cards = "".join(f'<li><a href="/c/{esc(cat.slug)}">{esc(cat.label)}</a></li>\n'
+                                   for cat in self.layout.categories)
+        body = (
+            '<section class="hero" data-section="hero">\n<h1>Everything for the way you live</h1>\n'
+            "<p>Thousands of home, health, outdoor and tech essentials, with free returns within 30 days.</p>\n"
+            '<a class="button" href="/b/deals">Shop today\'s deals</a>\n</section>\n'
+            + "".join(section_carousel(c, s) for s in deals)
+            + "".join(section_carousel(c, s) for s in departments[::step][:HOME_DEPARTMENTS])
+            + '<section class="themes" data-section="themes">\n<h2 class="band">Shop by need &amp; lifestyle</h2>\n'
+            + "".join(section_carousel(c, s) for s in featured)
+            + f'<div class="panel">\n<h2>All collections</h2>\n<ul class="theme-links">\n{theme_links}</ul>\n</div>\n'
+              "</section>\n"
+            + f'<section class="panel" data-section="shop-by-department">\n<h2>Shop by department</h2>\n'
+              f'<ul class="dept-grid">\n{department_cards}</ul>\n</section>'
+        )
+        self.layout.render(resp, "Online shopping for home, health, outdoor and tech", body)
+
+
+# --- product page --------------------------------------------------------------------------
+
+
+def see_other(resp, location: str) -> None:
+    resp.status = falcon.HTTP_303
+    resp.location = location
+
+
+def find_product(catalog: Catalog, product_id: int) -> Product:
+    """The shop.test product with this id; 404 otherwise (bazaar.test ids included)."""
+    product = catalog.product(SITE, product_id) if 0 < product_id < MAX_ID else None
+    if product is None:
+        raise falcon.HTTPNotFound(description=f"There is no product {product_id} in this store.")
+    return product
+
+
+def chosen_variant(variants: list[Variant], value) -> int | None:
+    """The index of the variant `value` names (the first when none is named); None without variants."""
+    if not variants:
+        if value not in (None, ""):
+            raise falcon.HTTPBadRequest(description="This product comes in one version only; leave out variant.")
+        return None
+    return whole_number({"variant": value}, "variant", 0, len(variants) - 1, default=0)
+
+
+def unit_price(p: Product, variant: Variant | None) -> tuple[int, int]:
+    """Price and list price of a product in a variant."""
+    delta = variant.price_delta_cents if variant else 0
+    return p.price_cents + delta, p.list_price_cents + delta
+
+
+class ProductPage(SiteResource):
+    """GET /p/<id>?variant=&review_kw=&asked=: details, buy box, bought together, questions, reviews."""
+
+    def on_get(self, req, resp, product_id):
+        p = find_product(self.catalog, product_id)
+        variants = self.catalog.variants(p.id)
+        index = chosen_variant(variants, req.get_param("variant"))
+        keyword = req.get_param("review_kw", default="").strip()
+        if len(keyword) > MAX_KEYWORD:
+            raise falcon.HTTPBadRequest(description=f"review_kw is limited to {MAX_KEYWORD} characters.")
+        variant = variants[index] if variants else None
+        price, list_price = unit_price(p, variant)
+        category = self.catalog.category(SITE, p.category)
+        bought = self.catalog.bought_together(SITE, p.id)
+        body = (
+            f'<article class="product-page" data-product="{p.id}">\n'
+            f'<nav class="breadcrumb" aria-label="Breadcrumb"><ol><li><a href="/c/{esc(p.category)}">'
+            f'{esc(category.label)}</a></li><li aria-current="page">{esc(p.title)}</li></ol></nav>\n'
+            f'<div class="product panel">\n{thumb(p.id)}\n<div class="details">\n<h1>{esc(p.title)}</h1>\n'
+            f'<p><a href="{href("/s", [("k", p.brand)])}">Visit the {esc(p.brand)} Store</a></p>\n'
+            f"<p>{stars(p.rating, p.rating_count)}</p>\n<p>{price_tag(price, list_price)}</p>\n"
+            f"{self.variant_links(p, variants, index)}"
+            f'<section data-section="about">\n<h2>About this item</h2>\n'
+            f'<ul>\n{"".join(f"<li>{esc(b)}</li>\n" for b in p.bullets)}</ul>\n<p>{esc(p.description)}</p>\n'
+            f"</section>\n</div>\n{self.buy_box(p, index, price)}</div>\n"
+            + (carousel("bought-together", "Frequently bought together", bought) if bought else "")
+            + self.questions(req, resp, p)
+            + self.reviews(p, keyword)
+            + "</article>"
+        )
+        self.layout.render(resp, p.title, body)
+
+    @staticmethod
+    def variant_links(p: Product, variants: list[Variant], index: int | None) -> str:
+        if not variants:
+            return ""
+        links = "".join(
+            f'<li><a href="/p/{p.id}?variant={i}"{" aria-current=\"true\"" if i == index else ""}>{esc(v.value)}'
+            f'{f" (+{money(v.price_delta_cents)})" if v.price_delta_cents else ""}</a></li>\n'
+            for i, v in enumerate(variants))
+        chosen = variants[index]
+        return (f'<div data-section="variants">\n<h2>{esc(chosen.name)}: <strong>{esc(chosen.value)}</strong></h2>\n'
+                f'<ul class="variants">\n{links}</ul>\n</div>\n')
+
+    @staticmethod
+    def buy_box(p: Product, index: int | None, price: int) -> str:
+        variant = f'<input type="hidden" name="variant" value="{index}">\n' if index is not None else ""
+        lists = "".join(f'<option value="{esc(name)}">{esc(name)}</option>\n' for name in LISTS)
+        return (
+            f'<aside class="buy-box" data-section="buy-box">\n<span class="price">{money(price)}</span>\n'
+            "<span>FREE Returns · Delivery in 2–4 business days</span>\n"
+            '<span class="in-stock">In Stock</span>\n'
+            f'<form action="/cart/add" method="post">\n<input type="hidden" name="product_id" value="{p.id}">\n{variant}'
+            f'<label for="qty">Quantity</label>\n'
+            '<input type="number" id="qty" name="qty" value="1">\n'
+            '<button type="submit">Add to cart</button>\n</form>\n'
+            f'<form action="/list/add" method="post">\n<input type="hidden" name="product_id" value="{p.id}">\n'
+            f'<label for="list">Save to a list</label>\n<select id="list" name="list">\n{lists}</select>\n'
+            '<button type="submit" class="quiet">Add to list</button>\n</form>\n'
+            "<span class=\"badge\">Ships from and sold by Copperleaf</span>\n</aside>\n")
+
+    def questions(self, req, resp, p: Product) -> str:
+        answered = "".join(f'<div class="qa"><p><strong>Question:</strong> {esc(q)}</p>\n'
+                           f"<p><strong>Answer:</strong> {esc(a)}</p></div>\n" for q, a in self.catalog.questions(p.id))
+        mine = "".join(f'<div class="qa"><p><strong>Your question:</strong> {esc(m["text"])}</p>\n'
+                       "<p>Awaiting an answer from the seller.</p></div>\n"
+                       for m in self.store.messages(visitor(req, resp))
+                       if m.get("kind") == "question" and m.get("product_id") == p.id)
+        thanks = ('<p class="notice" role="status">Thanks, your question was sent to the seller.</p>\n'
+                  if req.get_param("asked") == "1" else "")
+        return (f'<section class="panel" id="questions" data-section="questions">\n'
+                f"<h2>Customer questions &amp; answers</h2>\n{thanks}{answered}{mine}"
+                f'<form action="/p/{p.id}/ask" method="post">\n'
+                f'<div class="field"><label for="question">Ask a question</label>\n'
+                f'<textarea id="question" name="question" maxlength="{MAX_QUESTION}"></textarea></div>\n'
+                '<button type="submit" class="quiet">Ask</button>\n</form>\n</section>\n')
+
+    def reviews(self, p: Product, keyword: str) -> str:
+        found = self.catalog.reviews(p.id, keyword)
+        items = "".join(
+            f'<div class="review"><p><strong>{esc(r.author)}</strong></p>\n'
+            f"<p>{stars(r.stars)} <strong>{esc(r.title)}</strong></p>\n"
+            f'<p class="badge">Reviewed on {esc(r.date)}</p>\n<p>{esc(r.body)}</p></div>\n' for r in found)
+        if keyword and not found:
+            items = f'<p>No reviews mention "{esc(keyword)}".</p>\n'
+        elif keyword:
+            items = (f'<p>{len(found)} review{"s mention" if len(found) != 1 else " mentions"} "{esc(keyword)}". '
+                     f'<a href="/p/{p.id}#reviews">Show all reviews</a></p>\n{items}')
+        return (f'<section class="panel" id="reviews" data-section="reviews">\n<h2>Customer reviews</h2>\n'
+                f"<p>{stars(p.rating, p.rating_count)}</p>\n"
+                f'<form action="/p/{p.id}#reviews" method="get">\n<label for="review_kw">Search customer reviews</label>\n'
+                f'<input type="text" id="review_kw" name="review_kw" value="{esc(keyword)}" maxlength="{MAX_KEYWORD}">\n'
+                f'<button type="submit" class="quiet">Filter reviews</button>\n</form>\n{items}</section>\n')
+
+
+class Ask(SiteResource):
+    """POST /p/<id>/ask: a question for the seller, kept for the visitor."""
+
+    def on_post(self, req, resp, product_id):
+        p = find_product(self.catalog, product_id)
+        question = text_field(read_form(req), "question", MAX_QUESTION, required=True)
+        self.store.add_message(visitor(req, resp), {"kind": "question", "product_id": p.id, "text": question})
+        see_other(resp, f"/p/{p.id}?asked=1#questions")
+
+
+# --- cart, lists, checkout, orders ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Line:
+    """A cart or order line with its product and variant looked up."""
+
+    product: Product
+    variant_key: str
+    variant: Variant | None
+    qty: int
+
+    @property
+    def price(self) -> int:
+        return unit_price(self.product, self.variant)[0]
+
+
+def resolve(catalog: Catalog, lines: list[tuple[int, str, int]]) -> list[Line]:
+    """The store's (product id, variant key, quantity) lines as `Line`s."""
+    products = {p.id: p for p in catalog.products_by_id(SITE, [pid for pid, _, _ in lines])}
+    resolved = []
+    for pid, key, qty in lines:
+        variants = catalog.variants(pid)
+        variant = variants[int(key)] if key.isdigit() and int(key) < len(variants) else None
+        resolved.append(Line(products[pid], key, variant, qty))
+    return resolved
+
+
+def lines_table(lines: list[Line], removable: bool) -> str:
+    """The lines as a table with subtotals and the total; with remove buttons when `removable`."""
+    rows = ""
+    for line in lines:
+        p = line.product
+        variant = f"{esc(line.variant.name)}: {esc(line.variant.value)}" if line.variant else ""
+        remove = (f'<td><form action="/cart/remove" method="post">'
+                  f'<input type="hidden" name="product_id" value="{p.id}">'
+                  f'<input type="hidden" name="variant" value="{esc(line.variant_key)}">'
+                  '<button type="submit" class="quiet">Remove</button></form></td>' if removable else "")
+        rows += (f'<tr data-product="{p.id}"><td><a href="/p/{p.id}" data-product="{p.id}">{esc(p.title)}</a></td>'
+                 f"<td>{variant}</td><td>{line.qty}</td><td>{money(line.price)}</td>"
+                 f"<td>{money(line.price * line.qty)}</td>{remove}</tr>\n")
+    total = sum(line.price * line.qty for line in lines)
+    head = "<th>Product</th><th>Option</th><th>Quantity</th><th>Price</th><th>Subtotal</th>"
+    return (f'<table>\n<thead><tr>{head}{"<th>Remove</th>" if removable else ""}</tr></thead>\n<tbody>\n{rows}</tbody>\n'
+            f"</table>\n<p>Total ({sum(line.qty for line in lines)} items): <strong>{money(total)}</strong></p>\n")
+
+
+def product_from_form(catalog: Catalog, form: dict) -> Product:
+    product_id = whole_number(form, "product_id", 1, MAX_ID)
+    product = catalog.product(SITE, product_id)
+    if product is None:
+        raise falcon.HTTPBadRequest(description="product_id must be the id of a product in this store.")
+    return product
+
+
+class CartAdd(SiteResource):
+    """POST /cart/add (product_id, qty, variant): add to the visitor's cart, then show it."""
+
+    def on_post(self, req, resp):
+        form = read_form(req)
+        p = product_from_form(self.catalog, form)
+        qty = whole_number(form, "qty", 1, MAX_QTY, default=1)
+        index = chosen_variant(self.catalog.variants(p.id), form.get("variant"))
+        self.store.add_to_cart(visitor(req, resp), p.id, qty, "" if index is None else str(index))
+        see_other(resp, "/cart")
+
+
+class CartRemove(SiteResource):
+    """POST /cart/remove (product_id, variant): drop a line of the visitor's cart."""
+
+    def on_post(self, req, resp):
+        form = read_form(req)
+        product_id = whole_number(form, "product_id", 1, MAX_ID)
+        self.store.remove_from_cart(visitor(req, resp), product_id, form.get("variant", ""))
+        see_other(resp, "/cart")
+
+
+class CartPage(SiteResource):
+    """GET /cart: the visitor's cart."""
+
+    def on_get(self, req, resp):
+        lines = resolve(self.catalog, self.store.cart(visitor(req, resp)))
+        if lines:
+            content = (f"{lines_table(lines, removable=True)}"
+                       '<p><a class="button" href="/checkout">Proceed to checkout</a></p>\n')
         else:
-            content = "<p>Your cart is empty.</p>"
-        render(resp, "Cart", f'<section data-section="cart">\n<h1>Your cart</h1>\n{content}\n</section>')
+            content = '<p>Your Copperleaf cart is empty.</p>\n<p><a href="/">Continue shopping</a></p>\n'
+        self.layout.render(resp, "Shopping cart",
+                           f'<section class="panel" data-section="cart">\n<h1>Shopping cart</h1>\n{content}</section>')
 
 
-def _error_page(req, resp, ex, params):
-    """Render falcon HTTP errors (404, 400, 405, ...) as shop pages."""
-    resp.status = ex.status
-    if ex.headers:
-        resp.set_headers(ex.headers)
-    message = ex.description or "The page you asked for does not exist."
-    render(resp, ex.title, f'<section data-section="error">\n<h1>{esc(ex.title)}</h1>\n<p>{esc(message)}</p>\n</section>')
+class ListAdd(SiteResource):
+    """POST /list/add (product_id, list): save a product to one of the visitor's lists."""
+
+    def on_post(self, req, resp):
+        form = read_form(req)
+        p = product_from_form(self.catalog, form)
+        name = form.get("list", "")
+        if name not in LISTS:
+            raise falcon.HTTPBadRequest(description=f"list must be one of: {', '.join(LISTS)}.")
+        self.store.add_to_list(visitor(req, resp), name, p.id)
+        see_other(resp, "/lists")
+
+
+class ListsPage(SiteResource):
+    """GET /lists: the visitor's lists."""
+
+    def on_get(self, req, resp):
+        saved = self.store.lists(visitor(req, resp))
+        rows = "".join(carousel("list-" + name.lower().replace(" ", "-"), name,
+                                self.catalog.products_by_id(SITE, saved[name]))
+                       for name in LISTS if saved.get(name))
+        content = rows or '<p class="panel">You have not saved anything yet. <a href="/">Start shopping</a></p>\n'
+        self.layout.render(resp, "Your lists", f'<section data-section="lists">\n<h1>Your lists</h1>\n{content}</section>')
+
+
+class Checkout(SiteResource):
+    """GET /checkout: the delivery form and order summary; POST /checkout: place the order."""
+
+    def on_get(self, req, resp):
+        lines = resolve(self.catalog, self.store.cart(visitor(req, resp)))
+        if not lines:
+            content = '<p>Your cart is empty, so there is nothing to check out.</p>\n<p><a href="/">Continue shopping</a></p>\n'
+            self.layout.render(resp, "Checkout", f'<section class="panel" data-section="checkout">\n'
+                                                 f"<h1>Checkout</h1>\n{content}</section>")
+            return
+        body = (
+            '<div class="checkout">\n<section class="panel" data-section="checkout">\n<h1>Checkout</h1>\n'
+            '<form action="/checkout" method="post">\n<h2>Delivery address</h2>\n'
+            f'{"".join(f.html() for f in ADDRESS)}{INSTRUCTIONS.html()}'
+            '<div class="check"><input type="checkbox" id="gift" name="gift" value="1">'
+            '<label for="gift">This order is a gift</label></div>\n'
+            f"{GIFT_MESSAGE.html()}"
+            '<button type="submit">Place your order</button>\n</form>\n</section>\n'
+            f'<aside class="panel" data-section="order-summary">\n<h2>Order summary</h2>\n'
+            f"{lines_table(lines, removable=False)}</aside>\n</div>"
+        )
+        self.layout.render(resp, "Checkout", body)
+
+    def on_post(self, req, resp):
+        form = read_form(req)
+        who = visitor(req, resp)
+        if not self.store.cart(who):
+            raise falcon.HTTPBadRequest(description="Your cart is empty: add something to it before checking out.")
+        details = {f.name: text_field(form, f.name, f.limit, f.required) for f in (*ADDRESS, INSTRUCTIONS, GIFT_MESSAGE)}
+        details["gift"] = form.get("gift", "") not in ("", "0")
+        order = self.store.place_order(who, details)
+        see_other(resp, f"/order/{order['id']}")
+
+
+class OrderPage(SiteResource):
+    """GET /order/<id>: the confirmation of one of the visitor's orders."""
+
+    def on_get(self, req, resp, order_id):
+        order = self.store.order(visitor(req, resp), order_id)
+        if order is None:
+            raise falcon.HTTPNotFound(description=f"There is no order {order_id!r} for you.")
+        address = "<br>\n".join(esc(order[f.name]) for f in ADDRESS if order[f.name])
+        notes = ""
+        if order["delivery_instructions"]:
+            notes += f"<h2>Delivery instructions</h2>\n<p>{esc(order['delivery_instructions'])}</p>\n"
+        if order["gift"]:
+            notes += "<p><strong>This order is a gift.</strong></p>\n"
+        if order["gift_message"]:
+            notes += f"<h2>Gift message</h2>\n<p>{esc(order['gift_message'])}</p>\n"
+        body = (f'<section class="panel" data-section="order">\n<h1>Thank you, your order has been placed</h1>\n'
+                f"<p>Order number <strong>{esc(order['id'])}</strong></p>\n"
+                f"<h2>Delivering to</h2>\n<p>{address}</p>\n{notes}"
+                f"{lines_table(resolve(self.catalog, order['lines']), removable=False)}"
+                '<p><a href="/">Continue shopping</a></p>\n</section>')
+        self.layout.render(resp, "Order placed", body)
 
 
 def make_shop(catalog: Catalog) -> falcon.App:
-    carts = Carts()
-    app = falcon.App()
-    app.add_route("/", Home(catalog))
-    app.add_route("/s", Search(catalog))
-    app.add_route("/c/{category}", Category(catalog))
-    app.add_route("/p/{product_id:int}", ProductPage(catalog))
-    app.add_route("/cart/add", CartAdd(catalog, carts))
-    app.add_route("/cart", CartPage(catalog, carts))
-    app.add_error_handler(falcon.HTTPError, _error_page)
-    return app
+    """shop.test over `catalog`."""
+    return site_app(SITE, catalog, ShopLayout(catalog), {
+        "/": Home, "/s": Search, "/c/{category}": Department, "/b/{slug}": SectionPage,
+        "/p/{product_id:int}": ProductPage, "/p/{product_id:int}/ask": Ask, "/cart": CartPage,
+        "/cart/add": CartAdd, "/cart/remove": CartRemove, "/lists": ListsPage, "/list/add": ListAdd,
+        "/checkout": Checkout, "/order/{order_id}": OrderPage,
+    }, "/suggest", lambda text: "/s?" + urlencode({"k": text}))
