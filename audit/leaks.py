@@ -31,15 +31,19 @@ class Event:
                 "seq": self.seq, "evidence": list(self.evidence), "observers": list(self.observers)}
 
 
+CARRIERS = ("facet", "category", "section", "product")  # what a behavioral action chose, by detail key
+
+
 def named_in_text(action: Action, attribute: Attribute) -> str | None:
-    """The surface form of `attribute` in the action's own text, or for a filter its site concept."""
+    """The surface form of `attribute` in the action's own text, or, for something chosen, a concept
+    of the attribute that it carries, as `<facet|category|section|product>:<concept>`."""
     form = find_form(action.text, attribute.match)
     if form:
         return form
-    facet = action.detail.get("facet")
-    if action.channel == BEHAVIORAL and facet in attribute.concepts:
-        return f"facet:{facet}"
-    return None
+    if action.channel != BEHAVIORAL:
+        return None
+    carrier = next((key for key in CARRIERS if key in action.detail), "concept")
+    return next((f"{carrier}:{c}" for c in action.concepts if c in attribute.concepts), None)
 
 
 def named_in_clicks(action: Action, attribute: Attribute) -> str | None:

@@ -45,7 +45,7 @@ def cmd_run(args) -> int:
         progress("nothing to run: give --agent browser-use --model ..., or -- COMMAND ARGS")
         return 2
     result = run_session(scenario, agent, args.runs_dir,
-                         spillage_home(args) / "ca", args.timeout, progress)
+                         spillage_home(args) / "ca", args.timeout, progress, args.seed)
     if args.audit:
         print(summary_text(audit_session(result.session_dir)), file=sys.stderr)
     print(result.session_dir)
@@ -79,8 +79,43 @@ def cmd_proxy_start(args) -> int:
 def cmd_origins_serve(args) -> int:
     from spillage.origins.server import main as serve_main
 
-    return serve_main(["--host", args.host, "--port", str(args.port)]
+    return serve_main(["--host", args.host, "--port", str(args.port), "--seed", str(args.seed)]
                       + (["--catalog", str(args.catalog)] if args.catalog else []))
+
+
+def cmd_origins_catalog(args) -> int:
+    import tempfile
+    import time
+
+    from spillage.origins.catalog import build_catalog
+    from spillage.origins.knowledge import knowledge_json
+
+    export = "-" if args.export is None and args.out is None else args.export
+    for option, path in (("--out", args.out), ("--export", None if export == "-" else export)):
+        if path is not None and not Path(path).resolve().parent.is_dir():
+            progress(f"{option}: no folder {Path(path).resolve().parent}")
+            return 2
+    began = time.monotonic()
+    scenarios = load_scenarios(args.scenarios)
+    with tempfile.TemporaryDirectory(prefix="spillage-catalog-") as tmp:
+        out = args.out or Path(tmp) / "catalog.sqlite"
+        build_catalog(out, scenarios, args.seed)
+        took = time.monotonic() - began
+        knowledge = knowledge_json(out)
+    sites = knowledge["sites"]
+    progress(f"catalog seed {args.seed} from {len(scenarios)} scenarios: "
+             + ", ".join(f"{host} {len(site['products'])} products" for host, site in sites.items())
+             + f"; {sum(len(s['sections']) for s in sites.values())} sections, "
+             f"{sum(len(s['facets']) for s in sites.values())} facets; built in {took:.1f} s"
+             + (f" into {args.out}" if args.out else ""))
+    if export is not None:
+        text = json.dumps(knowledge, indent=1, ensure_ascii=False) + "\n"
+        if export == "-":
+            sys.stdout.write(text)
+        else:
+            Path(export).write_text(text, encoding="utf-8")
+            progress(f"wrote site knowledge to {export}")
+    return 0
 
 
 def cmd_verify(args) -> int:
@@ -179,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--base-url", help="endpoint for openai:/ollama: models")
     run.add_argument("--max-steps", type=int, default=20)
     run.add_argument("--timeout", type=float, default=300, help="seconds before the agent is stopped")
+    run.add_argument("--seed", type=int, default=0, help="seed of the sites' generated catalog (default 0)")
     run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS)
     run.add_argument("--audit", action="store_true", help="print an audit summary when done")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS: run this as the agent")
@@ -191,11 +227,22 @@ def build_parser() -> argparse.ArgumentParser:
     start.set_defaults(func=cmd_proxy_start)
 
     origins = sub.add_parser("origins", help="our local sites").add_subparsers(dest="origins_cmd", required=True)
-    serve = origins.add_parser("serve", help="serve shop.test and metrics.test on loopback")
+    serve = origins.add_parser("serve", help="serve shop.test, bazaar.test and metrics.test on loopback")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--catalog", type=Path, help="SQLite catalog file (built if missing)")
+    serve.add_argument("--catalog", type=Path, help="write the SQLite catalog here (default: a temporary file)")
+    serve.add_argument("--seed", type=int, default=0, help="catalog seed (default 0)")
     serve.set_defaults(func=cmd_origins_serve)
+    cat = origins.add_parser("catalog", help="build the sites' catalog and export what the auditor knows of them",
+                             description="Build the catalog of shop.test and bazaar.test and write the site "
+                                         "knowledge the auditor uses as JSON (docs/KNOWLEDGE.md); with neither "
+                                         "--out nor --export, the JSON goes to stdout.")
+    cat.add_argument("--seed", type=int, default=0, help="catalog seed (default 0)")
+    cat.add_argument("--scenarios", nargs="+", type=Path, default=[], metavar="PATH",
+                     help="scenario files or folders to build from (default: the benchmark)")
+    cat.add_argument("--out", type=Path, help="keep the SQLite catalog in this file")
+    cat.add_argument("--export", metavar="FILE", help="write the site knowledge JSON here ('-' for stdout)")
+    cat.set_defaults(func=cmd_origins_catalog)
 
     scen = sub.add_parser("scenarios", help="the scenario benchmark").add_subparsers(dest="scenarios_cmd", required=True)
     check = scen.add_parser("check", help="validate scenario files; one line per problem, exit 1 on errors")

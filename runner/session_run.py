@@ -11,6 +11,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from spillage.audit.session_audit import CATALOG_COPY
+from spillage.audit.session_audit import SCENARIO_COPY
+from spillage.origins.catalog import with_benchmark
 from spillage.proxy.ca import ensure_ca
 from spillage.proxy.capturelog import utc_timestamp
 from spillage.proxy.session import create_session
@@ -23,8 +26,6 @@ from spillage.runner.agent_env import AgentHome
 from spillage.runner.stack import Stack
 from spillage.scenarios.dump import scenario_yaml
 from spillage.scenarios.model import Scenario
-
-SCENARIO_COPY = "scenario.yaml"
 
 
 @dataclass(frozen=True)
@@ -121,9 +122,19 @@ def run_agent(agent: AgentSpec, env: dict, session_dir: Path, timeout: float, lo
         signal.signal(signal.SIGINT, previous)
 
 
+def catalog_scenarios(scenario: Scenario) -> tuple[list[Scenario], bool]:
+    """The scenarios a session's catalog is built from, and whether `scenario` is not the benchmark's:
+    then it takes the place of its persona's scenarios, so the sites carry its surfaces."""
+    scenarios = with_benchmark([scenario])
+    return scenarios, any(s is scenario for s in scenarios)
+
+
 def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
-                ca_dir: Path, timeout: float = 300, log=print) -> SessionResult:
-    """Start origins and proxy, run the agent behind them, seal the log; everything lands in a new session folder."""
+                ca_dir: Path, timeout: float = 300, log=print, seed: int = 0) -> SessionResult:
+    """Start origins and proxy, run the agent behind them, seal the log; everything lands in a new session folder.
+
+    The sites' catalog is generated with `seed` from the benchmark, plus `scenario` when it is not one of it."""
+    scenarios, added = catalog_scenarios(scenario)
     session_dir = create_session(runs_dir, f"{scenario.id}-{agent.label}")
     log(f"session {session_dir}")
     (session_dir / SCENARIO_COPY).write_text(scenario_yaml(scenario), encoding="utf-8")
@@ -134,12 +145,13 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
         "scenario": {"id": scenario.id, "file": scenario.file, "copy": SCENARIO_COPY,
                      "file_sha256": hashlib.sha256(Path(scenario.file).read_bytes()).hexdigest()},
         "agent": {"label": agent.label, "argv": list(agent.argv), "model": agent.model},
+        "catalog": {"file": CATALOG_COPY, "seed": seed, "adds": scenario.id if added else None},
         "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
         "started": utc_timestamp(),
         "status": "running",
     }
     write_meta(session_dir, meta)
-    stack = Stack(session_dir, ca, log=log)
+    stack = Stack(session_dir, ca, scenarios=scenarios, seed=seed, log=log)
     outcome, took = AgentOutcome(None, "interrupted", "Ctrl-C before the agent started"), 0.0
     try:
         with stack:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
+from spillage.audit.session_audit import CATALOG_COPY
+from spillage.origins.catalog import build_catalog
 from spillage.proxy.ca import CertAuthority
 from spillage.proxy.capturelog import CaptureError
 from spillage.proxy.capturelog import CaptureWriter
@@ -19,17 +21,24 @@ ORIGINS_READY = r"spillage origins listening on (http://127\.0\.0\.1:(\d+))"
 PROXY_READY = r"spillage proxy listening on (http://\S+)"
 
 
-def origins_command(catalog: Path) -> list[str]:
-    """argv for our origin server on a free loopback port, its catalog in `catalog`."""
-    return [sys.executable, "-m", "spillage.origins.server", "--port", "0", "--catalog", str(catalog)]
+def origins_command(catalog: Path, built: bool = False) -> list[str]:
+    """argv for our origin server on a free loopback port: it builds the benchmark's catalog into
+    `catalog`, or serves `catalog` as it is when `built`."""
+    return [sys.executable, "-m", "spillage.origins.server", "--port", "0",
+            "--from-catalog" if built else "--catalog", str(catalog)]
 
 
 @dataclass
 class Stack:
-    """Origins + proxy for one session folder. `with Stack(...) as s:` then use `s.proxy_url`."""
+    """Origins + proxy for one session folder. `with Stack(...) as s:` then use `s.proxy_url`.
+
+    The catalog the origins serve is built into the session folder first, from `scenarios`
+    (default: the benchmark's) with `seed`, so the audit later reads the very site the agent saw."""
 
     session_dir: Path
     ca: CertAuthority
+    scenarios: list | None = None
+    seed: int = 0
     proxy_port: int = 0
     inline_limit: int | None = None
     log: Callable[[str], None] = print
@@ -38,7 +47,9 @@ class Stack:
     exits: dict = field(default_factory=dict)
 
     def __enter__(self) -> "Stack":
-        self.origins = Child("origins", origins_command(self.session_dir / "catalog.sqlite"),
+        catalog = self.session_dir / CATALOG_COPY
+        build_catalog(catalog, self.scenarios, self.seed)
+        self.origins = Child("origins", origins_command(catalog, built=True),
                              ORIGINS_READY, self.session_dir / "origins.log")
         self.origin_url = self.origins.start().group(1)
         self.log(f"origins on {self.origin_url}")

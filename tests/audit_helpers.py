@@ -2,7 +2,8 @@
 
 Records carry exactly the fields addons/capture.py writes: a page load is the page's request and
 response, the tracker script, and the tracker's `view` beacon; a click is the beacon t.js sends;
-a form post is its request, the derived `form` record and a 303.
+a form post is its request, the derived `form` record and a 303. Products and facets come from the
+catalog the session links to (the default one in the tests), never from fixed ids.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from urllib.parse import urlencode
 
 import spillage.scenarios
 from spillage.audit.actions import Action, ActionBuilder
-from spillage.origins.catalog import SEED_FACETS, SEED_PRODUCTS
+from spillage.origins.knowledge import SiteProfile
 from spillage.proxy.capturelog import CaptureWriter
 from spillage.scenarios.dump import scenario_yaml
 from spillage.scenarios.loader import load_scenario
@@ -25,8 +26,7 @@ KETTLE_FILE = Path(spillage.scenarios.__file__).parent / "shop" / "kettle.yaml"
 KETTLE = load_scenario(KETTLE_FILE, "chat")
 SHOP = "https://shop.test"
 COLLECT = "https://metrics.test/collect"
-FACET_LABELS = {slug: label for slug, label, _ in SEED_FACETS}
-TITLES = {pid: title for pid, title, *_ in SEED_PRODUCTS}
+SHOP_LOG = f"{SHOP}/_log"
 
 
 def search_url(query: str, *facets: str) -> str:
@@ -37,8 +37,10 @@ def search_url(query: str, *facets: str) -> str:
 class Traffic:
     """The capture log of one session, written record by record as the proxy would."""
 
-    def __init__(self, session_dir: Path, scenario: Scenario | None = KETTLE):
+    def __init__(self, session_dir: Path, scenario: Scenario | None = KETTLE, catalog: Path | None = None):
         session_dir.mkdir(parents=True, exist_ok=True)
+        if catalog is not None:  # a real session holds the catalog its sites served
+            (session_dir / "catalog.sqlite").symlink_to(catalog)
         self.dir = session_dir
         self.writer = CaptureWriter(session_dir, fsync_interval=60)
         self.records: list[dict[str, Any]] = []
@@ -82,16 +84,16 @@ class Traffic:
             self.beacon("view", page=url, ref="", title="shop.test", seen=[])
         return seq
 
-    def beacon(self, event: str, **data: Any) -> int:
-        """A tracker beacon as t.js sends it; the beacon record's seq."""
+    def beacon(self, event: str, to: str = COLLECT, **data: Any) -> int:
+        """A beacon as t.js (or, `to` SHOP_LOG, the shop's own script) sends it; the beacon record's seq."""
         payload = {"t": event, **data}
-        _, seq = self.exchange("POST", COLLECT, json.dumps(payload).encode(), "text/plain;charset=UTF-8",
+        _, seq = self.exchange("POST", to, json.dumps(payload).encode(), "text/plain;charset=UTF-8",
                                status=204, derived=("beacon", {"event": event, "data": payload}))
         return seq
 
     def click(self, label: str, href: str | None = None, tag: str = "a", facet: str | None = None,
-              product: str | None = None) -> int:
-        return self.beacon("click", page=self.page, label=label, href=href, tag=tag,
+              product: str | None = None, to: str = COLLECT) -> int:
+        return self.beacon("click", to, page=self.page, label=label, href=href, tag=tag,
                            product=product, facet=facet)
 
     def form(self, url: str, fields: list[list[str]]) -> tuple[int, int]:
@@ -114,15 +116,16 @@ class Traffic:
         return builder.finish()
 
 
-def shopping_session(traffic: Traffic, query: str, facet: str, product: int) -> dict[str, int]:
+def shopping_session(traffic: Traffic, shop: SiteProfile, query: str, facet: str, product: int) -> dict[str, int]:
     """Home, search, facet, product, add to cart, cart page; the seqs that prove each step."""
     seqs = {}
     traffic.load(f"{SHOP}/")
     seqs["search_click"] = traffic.click("Search", tag="button")
     seqs["search"] = traffic.load(search_url(query))
-    seqs["facet_click"] = traffic.click(f"{FACET_LABELS[facet]} (2)", href=search_url(query, facet), facet=facet)
+    seqs["facet_click"] = traffic.click(f"{shop.facets[facet].label} (2)", href=search_url(query, facet), facet=facet)
     seqs["filter"] = traffic.load(search_url(query, facet))
-    seqs["product_click"] = traffic.click(TITLES[product], href=f"{SHOP}/p/{product}", product=str(product))
+    seqs["product_click"] = traffic.click(shop.products[product].title, href=f"{SHOP}/p/{product}",
+                                          product=str(product))
     seqs["product"] = traffic.load(f"{SHOP}/p/{product}")
     seqs["cart_click"] = traffic.click("Add to cart", tag="button")
     seqs["cart_add"], seqs["cart_form"] = traffic.form(

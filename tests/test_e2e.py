@@ -120,10 +120,10 @@ def test_minimal_policy_leaks_nothing_and_completes_the_task(workdir, minimal):
     assert report["events"] == []
     added = [a for a in report["actions"] if a["kind"] == "add_to_cart"]
     assert len(added) == 1
-    product = site_profiles()["shop.test"].products[int(added[0]["detail"]["product"])]
+    product = site_profiles(minimal / "catalog.sqlite")["shop.test"].products[added[0]["detail"]["product"]]
     success = load_scenario(SCENARIO_FILE, "chat").success
     assert product.category == success.category
-    assert set(success.features) <= set(product.facets)
+    assert set(success.features) <= set(product.features)
     assert product.price_cents <= success.max_price * 100
 
 
@@ -180,18 +180,38 @@ def test_proxy_start_captures_until_interrupted(workdir):
                 break
         assert shown["proxy"].startswith("http://127.0.0.1:")
         assert Path(shown["ca"]).is_file() and len(shown["spki"]) == 44
+        shop = site_profiles(Path(shown["session"]) / "catalog.sqlite")["shop.test"]
+        product = next(p for p in shop.products.values() if not set("&<>'\"") & set(p.title))
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": shown["proxy"]}))
-        with opener.open("http://shop.test/p/106", timeout=10) as page:
-            assert b"Fenn Gooseneck Kettle" in page.read()
+        with opener.open(f"http://shop.test/p/{product.id}", timeout=10) as page:
+            assert product.title.encode() in page.read()
     finally:
         proxy.send_signal(signal.SIGINT)
         proxy.wait(30)
     assert proxy.returncode == 0
     session = Path(shown["session"])
     written = records(session)
-    assert any(r["kind"] == "request" and r["url"] == "http://shop.test/p/106" for r in written)
+    assert any(r["kind"] == "request" and r["url"] == f"http://shop.test/p/{product.id}" for r in written)
     assert written[-1]["kind"] == "session_end" and written[-1]["reason"] == "proxy shutdown"
     assert spillage(workdir, "verify", str(session)).returncode == 0
+
+
+def test_a_scenario_of_ones_own_gets_its_surfaces_in_the_session_catalog(workdir, tmp_path):
+    """A concept no benchmark scenario has becomes a facet and a section of the sites the run serves."""
+    custom = tmp_path / "kettle.yaml"
+    custom.write_text(SCENARIO_FILE.read_text().replace("concepts: [kosher-kitchen]", "concepts: [kosher-home]"))
+    done = spillage(workdir, "run", "--seed", "3", "--scenario", str(custom), "--style", "chat", "--",
+                    "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "https://shop.test/b/kosher-home")
+    assert done.returncode == 0, done.stderr[-3000:]
+    session = Path(done.stdout.strip().splitlines()[-1])
+    assert (session / "agent.stdout").read_text() == "200"
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["catalog"] == {"file": "catalog.sqlite", "seed": 3, "adds": SCENARIO_ID}
+    shop = site_profiles(session / "catalog.sqlite")["shop.test"]
+    assert shop.facets["kosher-home"].concept == "kosher-home"
+    report = audit(workdir, session)
+    assert [(a["kind"], a["detail"]) for a in report["actions"]] == [("section", {"section": "kosher-home"})]
+    assert [(e["category"], e["attribute"]) for e in report["events"]] == [("B_E", "kosher")]
 
 
 def test_a_broken_scenario_is_one_clear_line_and_exit_2(workdir, tmp_path):
