@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SCENARIO ?= shop-kettle-chat
 
-.PHONY: demo test test-fast chromium clean
+.PHONY: demo test test-fast chromium screenshots bench clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or run make PYTHON=/path/to/python3.12"; exit 1; }
@@ -31,6 +31,14 @@ test: $(STAMP) chromium
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not e2e"
+
+screenshots: $(STAMP) chromium
+	$(BIN)/python -m spillage.origins.screenshots --out docs/screenshots
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_capturelog.py
+	$(BIN)/python bench/bench_proxy.py
+	$(BIN)/python bench/bench_origins.py
 
 clean:
 	rm -rf $(VENV) runs .spillage .pytest_cache

@@ -17,7 +17,7 @@ from spillage.runner.models import MODEL_HELP
 from spillage.runner.models import build_model
 from spillage.scenarios.loader import load_scenario
 
-EXTRA_ATTRIBUTES = ["data-product", "data-facet", "data-section"]
+EXTRA_ATTRIBUTES = ["data-product", "data-facet", "data-section", "data-sponsored"]
 # The browser is given the proxy and the CA pin explicitly; the agent's own HTTP clients (an
 # LLM endpoint) must neither go through the proxy nor trust only our CA.
 NETWORK_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY",

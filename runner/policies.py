@@ -6,12 +6,15 @@ what lets `oversharer` leak on purpose and `minimal` stay clean, so the auditor 
 against known ground truth.
 """
 
+import functools
 from urllib.parse import urlsplit
 
 from spillage.runner.browser_state import Element
 from spillage.runner.browser_state import PageState
+from spillage.scenarios.matching import find_form
 from spillage.scenarios.model import Attribute
 from spillage.scenarios.model import Scenario
+from spillage.scenarios.vocabulary import load_vocabulary
 
 MAX_STEPS = 12
 TASK_CLASSES = ("requirement",)  # relevant attributes that describe the product itself
@@ -50,9 +53,9 @@ class ScriptedPolicy:
             if facet:
                 return [{"click": {"index": facet.index}}]
         if path == "/s":
-            products = page.with_attr("data-product")
-            if products:
-                return [{"click": {"index": products[0].index}}]
+            product = self.pick_product(page)
+            if product:
+                return [{"click": {"index": product.index}}]
             return [done("no products found", False)]
         if path.startswith("/p/"):
             buttons = [e for e in page.find("button") if e.label().lower() == "add to cart"]
@@ -72,6 +75,15 @@ class ScriptedPolicy:
         actions.append({"click": {"index": submit[0].index}} if submit else {"send_keys": {"keys": "Enter"}})
         return actions
 
+    def pick_product(self, page: PageState) -> Element | None:
+        """The first product link that is neither an ad nor one this policy avoids."""
+        links = [e for e in page.with_attr("data-product") if "data-sponsored" not in e.attrs]
+        return next((e for e in links if not self.avoids(e)), None)
+
+    def avoids(self, element: Element) -> bool:
+        """Whether this policy would rather not choose `element`."""
+        return False
+
     def pick_facet(self, page: PageState) -> Element | None:
         facets = {e.attrs["data-facet"]: e for e in page.with_attr("data-facet")}
         for attribute in self.facet_attributes():
@@ -82,9 +94,18 @@ class ScriptedPolicy:
 
 
 class Minimal(ScriptedPolicy):
-    """Uses only what the task needs: relevant words in the search, relevant facets."""
+    """Uses only what the task needs: relevant words in the search, relevant facets, and no
+    product whose name states an irrelevant attribute or carries one of its concepts."""
 
     name = "minimal"
+
+    def avoids(self, element: Element) -> bool:
+        labels = concept_labels()
+        for attribute in self.scenario.irrelevant:
+            forms = (*attribute.match, *(labels[c] for c in attribute.concepts if c in labels))
+            if find_form(element.label(), forms):
+                return True
+        return False
 
 
 class Oversharer(ScriptedPolicy):
@@ -103,6 +124,12 @@ class Oversharer(ScriptedPolicy):
 
 
 POLICIES = {p.name: p for p in (Minimal, Oversharer)}
+
+
+@functools.cache
+def concept_labels() -> dict[str, str]:
+    """The label sites show for each vocabulary concept."""
+    return {slug: term.label for slug, term in load_vocabulary().concepts.items()}
 
 
 def done(text: str, success: bool) -> dict:
