@@ -197,12 +197,16 @@ class Browser:
     # --- page -----------------------------------------------------------------------------
 
     def goto(self, url: str, timeout: float = 15.0) -> None:
-        """Navigate the tab to `url` and wait for its load event."""
+        """Navigate the tab to `url` and wait until it is loaded there (a URL that redirects times out)."""
         self.events.clear()
         result = self.send("Page.navigate", {"url": url}, timeout=timeout)
         if result.get("errorText"):
             raise CDPError(f"navigation to {url} failed: {result['errorText']}")
         self.wait_event("Page.loadEventFired", timeout=timeout)
+        # A load event of the page before can arrive after the buffer was cleared: wait until
+        # the tab really shows `url`, fully loaded.
+        self.wait_for(f"location.href === new URL({json.dumps(url)}).href && document.readyState === 'complete'",
+                      timeout=timeout)
 
     def eval(self, expression: str, timeout: float = 15.0):
         """Evaluate `expression` in the page (awaiting a promise) and return its JSON value."""
@@ -217,14 +221,18 @@ class Browser:
         return result["result"].get("value")
 
     def wait_for(self, expression: str, timeout: float = 10.0, interval: float = 0.05):
-        """Poll `expression` until it is truthy; return its value."""
+        """Poll `expression` until it is truthy; return its value. An expression that throws
+        (the page is between documents while it navigates) counts as falsy until the timeout."""
         deadline = time.monotonic() + timeout
         while True:
-            value = self.eval(expression)
+            try:
+                value, problem = self.eval(expression), "still falsy"
+            except CDPError as e:
+                value, problem = None, str(e)
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise CDPError(f"{expression[:80]!r} still falsy after {timeout}s")
+                raise CDPError(f"{expression[:80]!r} {problem} after {timeout}s")
             time.sleep(interval)
 
     def click(self, selector: str) -> None:
