@@ -1,32 +1,219 @@
-"""Find an attribute's surface forms in text the way an observer would read it."""
+"""Find an attribute's surface forms in text the way an observer would read it.
 
+A form occurs in a text when its pieces occur in order, as whole words, once both are
+normalised (`normalise`). Within that:
+
+- Pieces of a form separated by space, '-', '_' or '+' may be separated by any run of those.
+  Two words of 3+ letters may also be written together ("laid off" ~ "laidoff"), and so may a
+  number and a unit of 2+ letters ("16 GB" ~ "16gb"); shorter words may not ("co-op" is not
+  "coop", "2A" is not "2 a").
+- A word of 3+ ASCII letters also matches its regular inflections: -s/-es/-ies, -ed/-d/-ied
+  and -ing (dropping a final e, doubling a final consonant). Inflections are only added to the
+  form's words, never stripped from the text's: "kettle" finds "kettles", but "kettles" does
+  not find "kettle", "diabetes" is never "diabete", "pregnant" never "pregnancy" (no -cy, -er,
+  -ness: derivations change meaning). Irregular plurals ("wife"/"wives") need forms of their own.
+- An apostrophe in a form's word is optional ("crohn's" ~ "crohns").
+- A number matches with or without thousands commas ("1200" ~ "1,200") and never inside a
+  longer number ("130" not in "2130", "1,130" or "130.5").
+- A dollar amount ("$130", "130 dollars", "usd 130", "130 bucks", "$30k") matches the same
+  amount written any of those ways, with cents ".00", "$ 130", "US$130", "130-dollar" or "130$";
+  a bare number ("130") is not an amount.
+"""
+
+import os
 import re
 import unicodedata
+from decimal import Decimal
 from functools import lru_cache
+from typing import NamedTuple
+
+_STRAIGHTEN = str.maketrans({
+    **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u02bc", "'"),
+    **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033", '"'),
+    **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-"),
+    "ø": "o", "ł": "l", "đ": "d", "ı": "i", "æ": "ae", "œ": "oe",
+})
+_DIACRITICS = re.compile("[\u0300-\u036f]")  # combining marks of Latin, Greek and Cyrillic
 
 
 def normalise(text: str) -> str:
-    """NFKC, case-folded, curly quotes straightened, whitespace collapsed."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = text.replace("\u2019", "'").replace("\u2018", "'")
-    return re.sub(r"\s+", " ", text).strip()
+    """NFKC, case-folded, Latin diacritics dropped, quotes and dashes straightened, whitespace
+    collapsed."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text).casefold()
+        text = _DIACRITICS.sub("", unicodedata.normalize("NFD", text))
+        text = unicodedata.normalize("NFC", text).translate(_STRAIGHTEN)
+    return " ".join(text.lower().split())
 
 
-# Word edges where `_` separates words too (kosher_kitchen states "kosher").
-_EDGE_BEFORE = r"(?<![^\W_])"
+_SEP = r"[\s\-_+]"
+_EDGE_BEFORE = r"(?<![^\W_])"  # `_` separates words too (kosher_kitchen states "kosher")
 _EDGE_AFTER = r"(?![^\W_])"
+_PIECE = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)*|\S")
+_NUMBER = re.compile(r"(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?")
+_CURRENCY_WORDS = {"dollar", "dollars", "usd", "buck", "bucks"}
+_VOWELS = "aeiou"
 
 
-@lru_cache(maxsize=4096)
-def _pattern(form: str) -> re.Pattern:
-    words = [re.escape(w) for w in re.split(r"[\s\-_+]+", normalise(form)) if w]
-    return re.compile(_EDGE_BEFORE + r"[\s\-_+]+".join(words) + _EDGE_AFTER)
+class _Unit(NamedTuple):
+    kind: str   # word, num, sym or money
+    text: str   # the piece; for money the amount
+    gap: bool   # separated from the unit before it
+
+
+class _Matcher(NamedTuple):
+    needle: str  # a substring every match contains: a cheap test before the regex
+    pattern: re.Pattern
+
+
+def _units(form: str) -> list[_Unit]:
+    """The pieces of the normalised form: words, numbers and other symbols."""
+    units: list[_Unit] = []
+    for chunk in re.split(_SEP + "+", normalise(form)):
+        for i, m in enumerate(_PIECE.finditer(chunk)):
+            piece = m.group()
+            kind = "num" if piece[0].isdigit() else "word" if piece[0].isalpha() else "sym"
+            units.append(_Unit(kind, piece, i == 0 and bool(units)))
+    return units
+
+
+def _amount_at(units: list[_Unit], i: int) -> tuple[Decimal, int] | None:
+    """The number at `i` (times 1000 with an attached "k") and the index after it."""
+    if i >= len(units) or units[i].kind != "num" or not _NUMBER.fullmatch(units[i].text):
+        return None
+    value = Decimal(units[i].text.replace(",", ""))
+    if i + 1 < len(units) and units[i + 1] == _Unit("word", "k", False):
+        return value * 1000, i + 2
+    return value, i + 1
+
+
+def _money_at(units: list[_Unit], i: int) -> tuple[Decimal, int] | None:
+    """A dollar amount starting at `i` ("$130", "us$130", "usd 130", "130 dollars"), if any."""
+    u = units[i]
+    if u.text == "us" and i + 1 < len(units) and units[i + 1] == _Unit("sym", "$", False):
+        return _money_at(units, i + 1)
+    if u.text in ("$", "usd"):
+        return _amount_at(units, i + 1)
+    amount = _amount_at(units, i)
+    if amount and amount[1] < len(units) and units[amount[1]].text in _CURRENCY_WORDS | {"$"}:
+        return amount[0], amount[1] + 1
+    return None
+
+
+def _with_money(units: list[_Unit]) -> list[_Unit]:
+    """`units` with each dollar amount folded into one money unit."""
+    out, i = [], 0
+    while i < len(units):
+        money = _money_at(units, i)
+        if money:
+            out.append(_Unit("money", str(money[0]), units[i].gap))
+            i = money[1]
+        else:
+            out.append(units[i])
+            i += 1
+    return out
+
+
+def _inflections(word: str) -> list[str]:
+    """`word` and its regular inflections (for words of 3+ ASCII letters)."""
+    if not re.fullmatch(r"[a-z]{3,}", word):
+        return [word]
+    if word.endswith("e"):
+        ing = word + "ing" if word.endswith(("ee", "ye", "oe")) else (
+            word[:-2] + "ying" if word.endswith("ie") else word[:-1] + "ing")
+        return [word, word + "s", word + "d", ing]
+    if word.endswith("y") and word[-2] not in _VOWELS:
+        return [word, word[:-1] + "ies", word[:-1] + "ied", word + "ing"]
+    forms = [word, word + "ed", word + "ing"]
+    forms += [word + "es"] if word.endswith(("s", "x", "z", "ch", "sh")) else [word + "s"]
+    forms += [word + "es"] if word.endswith("o") else []
+    if word[-1] not in _VOWELS + "wxy" and word[-2] in _VOWELS and word[-3] not in _VOWELS:
+        forms += [word + word[-1] + "ed", word + word[-1] + "ing"]
+    return forms
+
+
+def _grouped(digits: str) -> str:
+    """Integer digits with optional thousands commas: "30000" → "30,?000"."""
+    head = len(digits) % 3 or 3
+    return ",?".join([digits[:head]] + [digits[j:j + 3] for j in range(head, len(digits), 3)])
+
+
+def _number_regex(piece: str) -> str:
+    m = _NUMBER.fullmatch(piece)
+    body = _grouped(m[1].replace(",", "")) + re.escape(m[2] or "") if m else re.escape(piece)
+    return rf"(?<!\d[.,]){body}(?![.,]\d)"
+
+
+def _money_regex(amount: str) -> str:
+    whole, _, cents = amount.partition(".")
+    cents = cents.rstrip("0")
+    number = _grouped(whole) + (rf"\.{cents}0*" if cents else r"(?:\.0+)?")
+    value = Decimal(amount)
+    if not cents and value >= 1000 and value % 1000 == 0:
+        number = f"(?:{number}|{_grouped(str(value // 1000))}k)"
+    number = rf"(?<!\d)(?<!\d[.,]){number}(?![.,]?\d)"
+    return (rf"(?:(?:{_EDGE_BEFORE}us)?\$[\s+]?{number}|{_EDGE_BEFORE}usd{_SEP}?{number}"
+            rf"|{_EDGE_BEFORE}{number}{_SEP}?(?:\$|usd|dollars?|bucks?))")
+
+
+def _word_regex(word: str) -> str:
+    if "'" in word:
+        return "'?".join(map(re.escape, word.split("'")))
+    variants = sorted(map(re.escape, _inflections(word)), key=len, reverse=True)
+    return f"(?:{'|'.join(variants)})" if len(variants) > 1 else variants[0]
+
+
+def _regex(unit: _Unit) -> str:
+    if unit.kind == "word":
+        return _word_regex(unit.text)
+    if unit.kind == "num":
+        return _number_regex(unit.text)
+    if unit.kind == "money":
+        return _money_regex(unit.text)
+    return re.escape(unit.text)
+
+
+def _needle(unit: _Unit) -> str:
+    """A literal every text matching `unit` contains."""
+    if unit.kind == "word":
+        return os.path.commonprefix(_inflections(unit.text)).split("'")[0]
+    if unit.kind in ("num", "money"):
+        digits = unit.text.replace(",", "").partition(".")[0]
+        return digits[:len(digits) % 3 or 3]
+    return unit.text
+
+
+def _letters(unit: _Unit) -> int:
+    return len(unit.text.replace("'", "")) if unit.kind == "word" else 0
+
+
+def _join(a: _Unit, b: _Unit) -> str:
+    """What may stand between two units of a form in the text."""
+    fused = (b.gap and _letters(a) >= 3 and _letters(b) >= 3) or (
+        {a.kind, b.kind} == {"num", "word"} and _letters(a) + _letters(b) >= 2)
+    if fused:
+        return _SEP + ("*" if b.gap else "?")
+    return _SEP + "+" if b.gap else ""
+
+
+@lru_cache(maxsize=16384)
+def _matcher(form: str) -> _Matcher | None:
+    units = _with_money(_units(form))
+    if not units:
+        return None
+    parts = [_regex(units[0])]
+    for a, b in zip(units, units[1:]):
+        parts += [_join(a, b), _regex(b)]
+    needle = max(map(_needle, units), key=len)
+    edge = _EDGE_BEFORE if units[0].kind in ("word", "num") else ""  # "$" and symbols are edges
+    return _Matcher(needle, re.compile(edge + "".join(parts) + _EDGE_AFTER))
 
 
 def find_form(text: str, forms: tuple[str, ...]) -> str | None:
-    """The first of `forms` that occurs in `text` as whole words (space, dash, '_', '+' interchangeable)."""
+    """The first of `forms` that occurs in `text` (see the module docstring for how)."""
     haystack = normalise(text)
     for form in forms:
-        if form.strip() and _pattern(form).search(haystack):
+        matcher = _matcher(form)
+        if matcher and matcher.needle in haystack and matcher.pattern.search(haystack):
             return form
     return None
