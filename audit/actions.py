@@ -1,38 +1,31 @@
-"""Reconstruct what the agent did from captured traffic alone, using what each site knows of itself."""
+"""Reconstruct what the agent did from captured traffic alone, using what each site knows of itself.
+
+Feed capture records in order to `ActionBuilder.add`; `finish()` returns the actions. The rules
+(one gesture is one action, what merges, who observed what) are in docs/AUDIT.md.
+"""
 
 import re
+from collections import deque
 from dataclasses import dataclass
-from dataclasses import field
+from pathlib import Path
 from urllib.parse import parse_qs
 from urllib.parse import urlsplit
 
+from spillage.audit.model import BEHAVIORAL
+from spillage.audit.model import CONTENT
+from spillage.audit.model import Action
+from spillage.audit.wire import decode_value
+from spillage.audit.wire import texts_of
 from spillage.origins.knowledge import SiteProfile
 
-CONTENT = "content"
-BEHAVIORAL = "behavioral"
-
-
-@dataclass
-class Action:
-    """One observable interaction: what channel it used, what it said or selected, and its proof."""
-
-    kind: str            # search, suggest, filter, section, view_product, add_to_cart, form, click, scroll
-    channel: str         # content (text the agent authored) or behavioral (what it chose)
-    text: str            # the query or field text sent, or the label of what was chosen
-    seq: int             # the record that proves it
-    url: str
-    observers: list[str]
-    evidence: list[int] = field(default_factory=list)
-    detail: dict = field(default_factory=dict)
-    clicked: list[str] = field(default_factory=list)   # labels of the clicks that led to it
-    concepts: list[str] = field(default_factory=list)  # scenario concepts the chosen thing carries
-
-    def as_json(self, number: int) -> dict:
-        return {"n": number, "kind": self.kind, "channel": self.channel, "text": self.text,
-                "seq": self.seq, "url": self.url, "observers": self.observers,
-                "evidence": self.evidence, **({"detail": self.detail} if self.detail else {}),
-                **({"clicked": self.clicked} if self.clicked else {}),
-                **({"concepts": self.concepts} if self.concepts else {})}
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+FORM_WHAT = {"ask": "ask", "offer": "offer", "checkout": "checkout", "list-add": "add_to_list",
+             "watch": "watch", "cart-remove": "cart_remove"}
+BEHAVIORAL_FORMS = ("add_to_list", "watch", "cart_remove")  # forms whose fields only choose
+WINDOW = 400  # records within which a beacon and the request it belongs to arrive (bounds memory)
+REFUSED = "refused:"  # observer prefix of a host the proxy refused (it would have seen the request)
+# Event endpoints whose requests the proxy also records as beacons (a log's session_start says which).
+BEACON_URLS = ("metrics.test/collect", "shop.test/_log", "bazaar.test/_log")
 
 
 def normalised_url(url: str) -> str:
@@ -43,6 +36,11 @@ def normalised_url(url: str) -> str:
 def product_id(value: str) -> int | str:
     """A product id as the catalog keys it, or the text sent when it is not a number."""
     return int(value) if value.isdigit() else value
+
+
+def header(record: dict, name: str) -> str:
+    """The first value of a header of a request record, lower-cased name match."""
+    return next((v for k, v in record.get("headers") or () if k.lower() == name), "")
 
 
 @dataclass
@@ -56,30 +54,70 @@ class Hit:
 
     def values(self, names) -> list[str]:
         """The non-blank values of the parameters `names`, in order."""
-        return [v for name in names for v in self.params.get(name, ()) if v.strip()]
+        return [v for name in names if name for v in self.params.get(name, ()) if v.strip()]
 
-    def action(self, kind: str, channel: str, text: str, concepts=(), **detail) -> Action:
-        return Action(kind, channel, text, self.record["seq"], self.record["url"], [self.profile.host],
-                      detail=detail, concepts=[c for c in concepts if c])
+    def action(self, what: str, channel: str, text: str, concepts=(), sent=(), **detail) -> Action:
+        return Action("navigate", what, channel, text, self.record["seq"], self.record["url"],
+                      [self.profile.host], detail=detail, concepts=[c for c in concepts if c],
+                      sent=[t for t in sent if t])
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A click, view or submit beacon waiting for its action: only what folding it needs."""
+
+    seq: int
+    event: str
+    observer: str
+    url: str | None      # the link clicked, the page viewed, the form submitted (None: a button)
+    label: str
+    page: str
+    detail: dict
+
+    @property
+    def key(self) -> tuple:
+        return (self.page, self.label, self.url)
+
+    @classmethod
+    def of(cls, record: dict, data: dict, observer: str) -> "Pending":
+        event = record["event"]
+        url = data.get("href") if event == "click" else data.get("action") if event == "submit" else data.get("page")
+        return cls(record["seq"], event, observer, normalised_url(str(url)) if url else None,
+                   str(data.get("label") or "") if event == "click" else "", str(data.get("page", "")),
+                   {k: data[k] for k in ("product", "facet", "section") if data.get(k)})
 
 
 class ActionBuilder:
-    """Feed capture records in order; read `actions` at the end."""
+    """Feed capture records in order; `finish()` returns the actions."""
 
-    def __init__(self, profiles: dict[str, SiteProfile]):
+    def __init__(self, profiles: dict[str, SiteProfile], session_dir: Path | None = None):
         self.profiles = profiles
+        self.session_dir = session_dir
         self.actions: list[Action] = []
-        self.last: dict[tuple, object] = {}  # what a listing, product or section page last showed
-        self.pending_beacons: list[dict] = []
+        self.last: dict[tuple, object] = {}   # what a listing, product or section page last showed
+        self.pending: deque[Pending] = deque()  # click, view and submit beacons waiting for their action
+        self.by_url: dict[str, Action] = {}     # the latest action per URL, for beacons that come after it
+        self.own_clicks: dict[tuple, Action] = {}  # click actions that caused no request, by (page, label, href)
+        self.fields: deque[dict] = deque()      # field values a tracker saw typed, waiting for a form
+        self.scrolling: Action | None = None  # the scroll action that impressions still join
+        self.beacon_urls = set(BEACON_URLS)
+        self.on_load: dict[str, set[str]] = {}  # page URL → the products and sections in view as it loaded
 
     def add(self, record: dict) -> None:
-        """Take one record; requests to known sites and tracker beacons become actions."""
-        if record["kind"] == "request":
+        """Take one record; first-party requests, forms, beacons and refused agent requests become actions."""
+        self.expire(record["seq"] - WINDOW)
+        kind = record["kind"]
+        if kind == "session_start":
+            options = record.get("options") or {}
+            self.beacon_urls = {u.lower() for u in options.get("beacon_urls") or BEACON_URLS}
+        elif kind == "request":
             self.request(record)
-        elif record["kind"] == "form":
+        elif kind == "form":
             self.form(record)
-        elif record["kind"] == "beacon":
+        elif kind == "beacon":
             self.beacon(record)
+        elif kind == "egress_blocked" and not record.get("background"):
+            self.refused(record)
 
     def swap(self, key: tuple, value):
         """Remember `value` under `key`; the value remembered before."""
@@ -87,12 +125,16 @@ class ActionBuilder:
         self.last[key] = value
         return before
 
+    # --- requests ---------------------------------------------------------------------------
+
     def request(self, record: dict) -> None:
-        if record["method"] != "GET":
-            return
         parts = urlsplit(record["url"])
         profile = self.profiles.get(parts.hostname or "")
-        if profile is None:
+        if profile is None or f"{parts.hostname}{parts.path}".lower() in self.beacon_urls:
+            return  # not a site of ours, or an event endpoint: its `beacon` record tells what was seen
+        if record["method"] != "GET":
+            if header(record, "content-type").split(";")[0].strip().lower() not in FORM_TYPES:
+                self.free_text(record, profile.host, "submit")  # JSON, text, ...: forms come as `form`
             return
         hit = Hit(record, profile, parts.path, parse_qs(parts.query, keep_blank_values=True))
         g = profile.grammar
@@ -106,28 +148,60 @@ class ActionBuilder:
             self.section_page(hit, m.group(1))
         elif hit.path == g.suggest_path:
             self.suggest(hit)
+        elif parts.query:
+            self.free_text(record, profile.host, "navigate")
+
+    def words_sent(self, record: dict) -> list[str]:
+        """The decoded texts a request carried that hold words (not bare numbers or ids)."""
+        return [t for t in texts_of(record, self.session_dir) if any(c.isalpha() for c in t)]
+
+    def free_text(self, record: dict, observer: str, kind: str) -> None:
+        """A request that is no page of the site but carries text: content, whatever it says."""
+        sent = self.words_sent(record)
+        if sent:
+            self.emit(Action(kind, "post" if kind == "submit" else "navigate", CONTENT, " | ".join(sent)[:500],
+                             record["seq"], record["url"], [observer], sent=sent))
+
+    def refused(self, record: dict) -> None:
+        """An agent request the proxy refused: its host would have seen it (a search engine, say)."""
+        host = record.get("host") or urlsplit(record["url"]).hostname or ""
+        sent = self.words_sent(record)
+        self.emit(Action("navigate", "navigate", CONTENT if sent else BEHAVIORAL, " | ".join(sent)[:500] or host,
+                         record["seq"], record["url"], [REFUSED + host], sent=sent,
+                         detail={"refused": host}))
 
     def listing(self, hit: Hit, category: str | None) -> None:
-        """A search or category page: a new query is a search, a new category and each newly added facet a filter."""
-        p = hit.profile
-        query = " ".join(hit.values(p.grammar.query_params))
-        facets = frozenset(hit.values(p.grammar.facet_params))
-        before_query, before_category, before_facets = (
-            self.swap((p.host, hit.path), (query, category, facets)) or ("", None, frozenset()))
-        if query and query != before_query:
-            search = hit.action("search", CONTENT, query)
-            typed = self.typing(p.host)
-            if typed and query.lower().startswith(typed.text.lower()):  # typed, then submitted: one action
-                self.actions.remove(typed)
-                search.evidence = typed.evidence
+        """A search or category page: a new query is a search; a new category or facet a filter,
+        a dropped one an unfilter; a new sort order a sort; another page a paginate."""
+        p, g = hit.profile, hit.profile.grammar
+        query = " ".join(hit.values(g.query_params))
+        facets = frozenset(hit.values(g.facet_params))
+        sort = " ".join(hit.values([g.sort_param]))
+        page = " ".join(hit.values([g.page_param])) or "1"
+        before = self.swap((p.host, hit.path), (query, category, facets, sort, page))
+        b_query, b_category, b_facets, b_sort, b_page = before or ("", None, frozenset(), "", "1")
+        if query and query != b_query:
+            search = hit.action("search", CONTENT, query, sent=self.decoded(query))
+            self.absorb_typing(search)
             self.emit(search)
-        if category and category != before_category:
+        if category and category != b_category:
             self.emit(hit.action("filter", BEHAVIORAL, p.categories.get(category, category), [category],
                                  category=category))
-        for slug in sorted(facets - before_facets):
+        for slug in sorted(facets - b_facets):
             facet = p.facets.get(slug)
             self.emit(hit.action("filter", BEHAVIORAL, facet.label if facet else slug,
                                  [facet.concept] if facet else [], facet=slug))
+        same_search = before is not None and query == b_query  # a new query starts afresh
+        for slug in sorted(b_facets - facets) if same_search else ():
+            facet = p.facets.get(slug)
+            self.emit(hit.action("unfilter", BEHAVIORAL, facet.label if facet else slug, facet=slug))
+        if same_search and sort != b_sort:
+            self.emit(hit.action("sort", BEHAVIORAL, sort or "default", sort=sort))
+        if before and page != b_page and (query, category, facets, sort) == (b_query, b_category, b_facets, b_sort):
+            self.emit(hit.action("paginate", BEHAVIORAL, f"page {page}", page=page))
+
+    def decoded(self, text: str) -> list[str]:
+        return [t for t in decode_value(text) if t]
 
     def product_page(self, hit: Hit, pid: int) -> None:
         """A product page is a view unless it is the product last viewed; text searched on it is a search."""
@@ -138,7 +212,7 @@ class ActionBuilder:
                                  product.concepts if product else (), product=pid))
         text = " ".join(hit.values(p.grammar.product_query_params))
         if text and self.swap((p.host, hit.path), text) != text:
-            self.emit(hit.action("search", CONTENT, text, product=pid))
+            self.emit(hit.action("search", CONTENT, text, sent=self.decoded(text), product=pid))
 
     def section_page(self, hit: Hit, slug: str) -> None:
         p = hit.profile
@@ -147,24 +221,42 @@ class ActionBuilder:
             self.emit(hit.action("section", BEHAVIORAL, section.title if section else slug,
                                  [section.concept] if section else [], section=slug))
 
-    def typing(self, host: str) -> Action | None:
-        """The `suggest` action of `host` when it is the latest action."""
-        last = self.actions[-1] if self.actions else None
-        return last if last and last.kind == "suggest" and last.observers[0] == host else None
+    def latest(self) -> Action | None:
+        """The latest action that is not a scroll (trackers flush impressions at any moment)."""
+        return next((a for a in reversed(self.actions) if a.what != "scroll"), None)
+
+    def typing(self) -> Action | None:
+        """The latest action when it is text typed but not yet submitted (suggest requests, keystrokes)."""
+        last = self.latest()
+        return last if last and last.what == "suggest" else None
+
+    def absorb_typing(self, search: Action) -> None:
+        """Typed, then submitted: one action; the typing's requests and beacons become the search's evidence."""
+        typed = self.typing()
+        if typed and search.text.lower().startswith(typed.text.lower()):
+            self.actions.remove(typed)
+            search.kind = "type"
+            search.evidence = sorted({*typed.evidence, search.seq})
+            search.observers = list(dict.fromkeys([*search.observers, *typed.observers]))
 
     def suggest(self, hit: Hit) -> None:
-        """Text typed into a search box: a run of requests each extending or trimming the last is one
-        action, which the search that submits it absorbs."""
+        """Text typed into a search box: a run of requests each extending or trimming the last is one action."""
         text = " ".join(hit.values([hit.profile.grammar.suggest_param]))
-        if not text:
-            return
-        last = self.typing(hit.profile.host)
-        if last and (text.startswith(last.text) or last.text.startswith(text)):
-            last.evidence.append(hit.record["seq"])
+        if text:
+            self.typed(text, hit.record["seq"], hit.record["url"], hit.profile.host)
+
+    def typed(self, text: str, seq: int, url: str, observer: str) -> None:
+        last = self.typing()
+        if last and (text.lower().startswith(last.text.lower()) or last.text.lower().startswith(text.lower())):
+            last.evidence = sorted({*last.evidence, seq})
+            if observer not in last.observers:
+                last.observers.append(observer)
             if len(text) > len(last.text):
-                last.text, last.seq, last.url = text, hit.record["seq"], hit.record["url"]
+                last.text, last.sent, last.seq, last.url = text, self.decoded(text), seq, url
             return
-        self.emit(hit.action("suggest", CONTENT, text))
+        self.emit(Action("type", "suggest", CONTENT, text, seq, url, [observer], sent=self.decoded(text)))
+
+    # --- forms ------------------------------------------------------------------------------
 
     def form(self, record: dict) -> None:
         parts = urlsplit(record["url"])
@@ -173,79 +265,218 @@ class ActionBuilder:
             return
         g = profile.grammar
         given = dict(record["fields"])
-        evidence = [record["request"], record["seq"]]
+        base = dict(seq=record["request"], url=record["url"], observers=[profile.host],
+                    evidence=[record["request"], record["seq"]])
         if parts.path == g.cart_add_path:
             pid = product_id(given.get(g.product_field, ""))
             product = profile.products.get(pid) if isinstance(pid, int) else None
-            self.emit(Action("add_to_cart", BEHAVIORAL, product.title if product else str(pid),
-                             record["request"], record["url"], [profile.host], evidence=evidence,
-                             detail={"product": pid}, concepts=list(product.concepts) if product else []))
+            self.emit(Action("submit", "add_to_cart", BEHAVIORAL, product.title if product else str(pid),
+                             detail={"product": pid}, concepts=list(product.concepts) if product else [], **base))
             return
         detail = {"fields": record["fields"]}
-        if known := g.form(parts.path):
+        known = g.form(parts.path)
+        what = FORM_WHAT.get(known[0], "form") if known else "form"
+        if known:
             detail["form"] = known[0]
-            pid = known[1] or given.get(g.product_field)
-            if pid:
-                detail["product"] = product_id(pid)
-        text = " ".join(value for _, value in record["fields"])
-        self.emit(Action("form", CONTENT, text, record["request"], record["url"], [profile.host],
-                         evidence=evidence, detail=detail))
+        pid = (known[1] if known else None) or given.get(g.product_field)
+        product = None
+        if pid:
+            detail["product"] = product_id(pid)
+            product = profile.products.get(detail["product"]) if isinstance(detail["product"], int) else None
+        if what in BEHAVIORAL_FORMS:
+            label = " ".join(v for k, v in record["fields"] if k != g.product_field and v.strip())
+            title = product.title if product else str(pid or "")
+            action = Action("submit", what, BEHAVIORAL, f"{title} ({label})" if label else title, detail=detail,
+                            concepts=list(product.concepts) if product else [], **base)
+            self.join_fields(action, record["fields"])
+            self.emit(action)
+            return
+        values = [v for k, v in record["fields"] if k != g.product_field and v.strip()]
+        sent = [t for v in values for t in self.decoded(v)]
+        action = Action("submit", what, CONTENT, " ".join(values), detail=detail, sent=sent, **base)
+        self.join_fields(action, record["fields"])
+        self.emit(action)
+
+    def join_fields(self, action: Action, fields: list) -> None:
+        """Field values a tracker saw typed that the submitted form carries: the same words, one more observer."""
+        submitted = {(k, v) for k, v in fields}
+        for beacon in [b for b in self.fields if (b["data"].get("name"), b["data"].get("value")) in submitted]:
+            self.fields.remove(beacon)
+            fold(action, beacon["seq"], urlsplit(beacon["url"]).hostname or "")
+
+    # --- beacons ----------------------------------------------------------------------------
 
     def beacon(self, record: dict) -> None:
         data = record["data"] if isinstance(record.get("data"), dict) else {}
-        tracker = urlsplit(record["url"]).hostname or ""
-        if record["event"] in ("click", "view"):
-            self.pending_beacons.append(record)
-        elif record["event"] == "scroll":
-            seen = ", ".join(str(s) for s in data.get("seen") or ())
-            self.emit(Action("scroll", BEHAVIORAL, seen, record["seq"], str(data.get("page", "")),
-                             [tracker], detail={"depth": data.get("depth")}))
+        event, observer = record["event"], urlsplit(record["url"]).hostname or ""
+        if event in ("click", "view", "submit"):
+            if event == "view":
+                self.on_load.setdefault(str(data.get("page", "")), set()).update(str(v) for v in data.get("seen") or ())
+            self.arrive(Pending.of(record, data, observer))
+        elif event == "keys":
+            entries = data.get("entries") or []
+            last = entries[-1].get("value") if entries and isinstance(entries[-1], dict) else None
+            if isinstance(last, str) and last.strip():
+                self.keys(last, record, observer)
+        elif event == "field" and data.get("action") == "change" and str(data.get("value") or "").strip():
+            self.fields.append(record)
+        elif event in ("scroll", "impression"):
+            self.seen(record, data, observer)
+
+    def keys(self, value: str, record: dict, observer: str) -> None:
+        """Keystrokes in a search box: the typing or the search they belong to, else text typed and left."""
+        recent = self.latest()
+        if recent and recent.what == "search" and recent.text.lower().startswith(value.lower()):
+            fold(recent, record["seq"], observer)
+            recent.kind = "type"
+            return
+        self.typed(value, record["seq"], str((record.get("data") or {}).get("page", "")), observer)
+
+    def seen(self, record: dict, data: dict, observer: str) -> None:
+        """Scroll depth and impressions of one page, until another action comes between, are one scroll;
+        an item already in view when the page loaded is marked `initial`."""
+        page = str(data.get("page", ""))
+        profile = self.profiles.get(urlsplit(page).hostname or "")
+        items = [i for i in data.get("items") or () if isinstance(i, dict)]
+        items += [{"kind": "product", "id": str(pid), "ms": 0} for pid in data.get("products") or ()]
+        items += [{"kind": "product" if str(v).isdigit() else "section", "id": str(v), "ms": 0}
+                  for v in data.get("seen") or ()]  # a scroll beacon names what is in view, without dwell
+        current = self.scrolling
+        if current is None or current is not (self.actions[-1] if self.actions else None) or current.url != page:
+            current = Action("scroll", "scroll", BEHAVIORAL, "", record["seq"], page, [observer],
+                             detail={"seen": []})
+            self.emit(current)
+            self.scrolling = current
+        fold(current, record["seq"], observer)
+        if data.get("depth") is not None:
+            current.detail["depth"] = max(current.detail.get("depth", 0), data["depth"])
+        merged = {(i["kind"], i["id"]): i for i in current.detail["seen"]}
+        for item in items:
+            key = (str(item.get("kind")), str(item.get("id")))
+            ms = item.get("ms") if isinstance(item.get("ms"), (int, float)) else 0
+            if key in merged:
+                merged[key]["ms"] += ms
+            else:
+                merged[key] = {"kind": key[0], "id": key[1], "ms": ms,
+                               **({"initial": True} if key[1] in self.on_load.get(page, ()) else {})}
+                current.concepts += [c for c in self.concepts_of(profile, *key) if c not in current.concepts]
+        current.detail["seen"] = list(merged.values())
+        current.text = ", ".join(f"{k}:{i}" for k, i in merged)[:500]
+
+    @staticmethod
+    def concepts_of(profile: SiteProfile | None, kind: str, ident: str) -> list[str]:
+        if profile is None:
+            return []
+        if kind == "product" and ident.isdigit() and int(ident) in profile.products:
+            return list(profile.products[int(ident)].concepts)
+        if kind == "section" and ident in profile.sections:
+            return [profile.sections[ident].concept] if profile.sections[ident].concept else []
+        return []
 
     def emit(self, action: Action) -> None:
         action.evidence = sorted({*action.evidence, action.seq})
         self.actions.append(action)
+        if action.what not in ("scroll", "click"):
+            self.by_url[normalised_url(action.url)] = action
+            self.resolve(action)
+
+    def arrive(self, beacon: "Pending") -> None:
+        """A page view joins the action that loaded its page; a click or submit waits for the action
+        it causes (a link clicked may lead back to a page seen before)."""
+        before = self.earlier(beacon) if beacon.event == "view" else None
+        if before is not None:
+            self.join(before, beacon)
+        else:
+            self.pending.append(beacon)
+
+    def earlier(self, beacon: "Pending") -> Action | None:
+        """The latest action at the beacon's URL, when it came at most WINDOW records before it."""
+        before = self.by_url.get(beacon.url) if beacon.url else None
+        return before if before is not None and 0 <= beacon.seq - before.seq <= WINDOW else None
+
+    def resolve(self, action: Action) -> None:
+        """Waiting beacons that `action` answers: buttons and submits before it, links and views to its URL."""
+        url, path = normalised_url(action.url), action.url.split("?")[0]
+        for beacon in [b for b in self.pending if b.seq < action.seq or b.url == url]:
+            if beacon.url is None or (beacon.event == "submit" and beacon.url.split("?")[0] == path) \
+                    or (beacon.event != "submit" and beacon.url == url):
+                self.pending.remove(beacon)
+                self.join(action, beacon)
+
+    def join(self, action: Action, beacon: "Pending") -> None:
+        if beacon.event == "click":
+            self.clicked(action, beacon.label)
+        fold(action, beacon.seq, beacon.observer)
+
+    def expire(self, before: int) -> None:
+        """Beacons and field values older than `before` that nothing claimed become actions of their own."""
+        while self.pending and self.pending[0].seq < before:
+            beacon = self.pending.popleft()
+            earlier = self.earlier(beacon) if beacon.event == "click" else None
+            if earlier is not None:  # the request went out before its click was reported
+                self.join(earlier, beacon)
+            elif beacon.event == "click":
+                self.lone_click(beacon)
+        while self.fields and self.fields[0]["seq"] < before:
+            self.lone_field(self.fields.popleft())
+
+    def lone_click(self, beacon: "Pending") -> None:
+        """A click that caused no request: an action, which the same click reported to another observer joins."""
+        same = self.own_clicks.get(beacon.key)
+        if same is not None and beacon.observer not in same.observers and beacon.seq - same.seq <= WINDOW:
+            fold(same, beacon.seq, beacon.observer)
+            return
+        self.own_clicks[beacon.key] = Action("click", "click", BEHAVIORAL, beacon.label, beacon.seq, beacon.page,
+                                             [beacon.observer], evidence=[beacon.seq], detail=beacon.detail)
+        self.actions.append(self.own_clicks[beacon.key])
+
+    def lone_field(self, beacon: dict) -> None:
+        """A field value no form carried: it joins a nearby content action that sent the same words
+        (a search box), else it is text typed and left, seen by the tracker alone."""
+        data, observer = beacon["data"], urlsplit(beacon["url"]).hostname or ""
+        value = str(data["value"]).lower()
+        for action in reversed(self.actions):
+            if action.seq < beacon["seq"] - WINDOW:
+                break
+            if action.channel == CONTENT and action.seq <= beacon["seq"] + WINDOW \
+                    and any(value in t.lower() for t in (action.text, *action.sent)):
+                fold(action, beacon["seq"], observer)
+                return
+        self.actions.append(Action("type", "field", CONTENT, str(data["value"]), beacon["seq"],
+                                   str(data.get("page") or data.get("form") or ""), [observer], evidence=[beacon["seq"]],
+                                   detail={"field": data.get("name"), "form": data.get("form")},
+                                   sent=self.decoded(str(data["value"]))))
+
+    # --- the end ----------------------------------------------------------------------------
 
     def finish(self) -> list[Action]:
-        """All actions in traffic order, with the beacons that saw them folded in.
-
-        A click whose `href` is the URL of an action joins the nearest such action, and a
-        click without `href` (a submit button) the nearest action after it; a click that
-        caused no request is an action of its own, which the same click's beacon to another
-        observer (the shop's own log and the tracker both report clicks) joins. A page view
-        whose `page` is the URL of an action tells its observer about that action too (a
-        search's query is in its URL).
-        """
-        own_clicks: dict[tuple, Action] = {}  # the latest click action per (page, label, href)
-        for beacon in self.pending_beacons:
-            data = beacon["data"] if isinstance(beacon.get("data"), dict) else {}
-            url = data.get("href") if beacon["event"] == "click" else data.get("page")
-            if url is None:  # a submit button: only what came after the click can be its doing
-                candidates = [a for a in self.actions if a.kind != "scroll" and a.seq > beacon["seq"]]
-            else:
-                candidates = [a for a in self.actions if a.kind not in ("scroll", "click")
-                              and normalised_url(a.url) == normalised_url(str(url))]
-            tracker = urlsplit(beacon["url"]).hostname or ""
-            if candidates:
-                action = min(candidates, key=lambda a: abs(a.seq - beacon["seq"]))
-                label = str(data.get("label") or "") if beacon["event"] == "click" else ""
-                if label and label not in action.clicked:  # one click, reported to each observer
-                    action.clicked.append(label)
-                fold(action, beacon["seq"], tracker)
-            elif beacon["event"] == "click":
-                key = (data.get("page"), data.get("label"), data.get("href"))
-                same = own_clicks.get(key)
-                if same is not None and tracker not in same.observers:
-                    fold(same, beacon["seq"], tracker)
-                else:
-                    own_clicks[key] = Action("click", BEHAVIORAL, str(data.get("label", "")), beacon["seq"],
-                                             str(data.get("page", "")), [tracker], evidence=[beacon["seq"]])
-                    self.actions.append(own_clicks[key])
-        self.pending_beacons = []
+        """All actions in traffic order, every beacon still waiting settled (rules in docs/AUDIT.md):
+        a click whose `href` is an action's URL is part of it (a facet click makes it a `select`);
+        a button click or a tracker's `submit` is part of the next action; a click that caused no
+        request is an action of its own; a page view tells its observer about the action at its
+        URL; a field value typed joins the content action that sent the same words, else it is a
+        content action of its own."""
+        self.expire(float("inf"))
+        self.actions = [a for a in self.actions if a.what != "scroll" or scrolled(a)]
         return sorted(self.actions, key=lambda a: a.seq)
+
+    @staticmethod
+    def clicked(action: Action, label: str) -> None:
+        """Record a click's label on the action it caused, and what gesture that makes it."""
+        if label and label not in action.clicked:  # one click, reported to each observer
+            action.clicked.append(label)
+        if action.kind == "navigate":
+            action.kind = "select" if action.what in ("filter", "unfilter", "sort") else "click"
+
+
+def scrolled(action: Action) -> bool:
+    """Whether a scroll action saw the agent scroll: a depth was reported, or something came into
+    view that was not there when the page loaded (impressions flush whether or not anyone scrolls)."""
+    return "depth" in action.detail or any(not i.get("initial") for i in action.detail.get("seen", ()))
 
 
 def fold(action: Action, seq: int, observer: str) -> None:
-    """Add a beacon to the evidence of `action`, and its receiver to the observers."""
+    """Add a record to the evidence of `action`, and its receiver to the observers."""
     action.evidence = sorted({*action.evidence, seq})
-    if observer not in action.observers:
+    if observer and observer not in action.observers:
         action.observers.append(observer)

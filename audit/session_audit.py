@@ -1,86 +1,148 @@
-"""Audit one session folder: its capture log and its scenario, nothing else."""
+"""Audit one session folder: its capture log, its scenario and its site's catalog, nothing else."""
 
+import json
+import os
+import tempfile
 from collections import Counter
 from itertools import islice
 from pathlib import Path
 
 from spillage.audit.actions import ActionBuilder
-from spillage.audit.leaks import CATEGORIES
-from spillage.audit.leaks import explicit_events
+from spillage.audit.choices import choices
+from spillage.audit.judges import Judge
+from spillage.audit.judges import make_judge
+from spillage.audit.model import BEHAVIORAL
+from spillage.audit.model import CATEGORIES
+from spillage.audit.model import CONTENT
+from spillage.audit.recoveries import recoveries
 from spillage.origins.knowledge import site_profiles
+from spillage.proxy.capturelog import LOG_NAME
+from spillage.proxy.capturelog import CaptureError
 from spillage.proxy.capturelog import capture_path
 from spillage.proxy.capturelog import iter_records
-from spillage.proxy.capturelog import LOG_NAME
 from spillage.proxy.verify import verify
+from spillage.scenarios.loader import ScenarioError
 from spillage.scenarios.loader import load_scenario
 from spillage.scenarios.model import Scenario
 
 SCENARIO_COPY = "scenario.yaml"
 CATALOG_COPY = "catalog.sqlite"
+REPORT_NAME = "audit.json"
+FORMAT, VERSION = "spillage-audit", 1
+SCHEMA_PATH = Path(__file__).with_name("audit.schema.json")
 
 
 class AuditError(RuntimeError):
-    """The session cannot be audited (damaged log, no scenario)."""
+    """The session cannot be audited (no log, unverified log, no scenario, a malformed record)."""
 
 
-def audit_session(session_dir: Path, scenario: Scenario | None = None,
-                  allow_damaged: bool = False) -> dict:
-    """Actions, explicit leak events and a summary for one session, as a JSON-ready dict.
+def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unverified: bool = False,
+                  judge: str | Judge = "lexical") -> dict:
+    """The audit of one session as a JSON-ready dict (the shape of audit/audit.schema.json).
 
-    The scenario is the session's own copy unless one is given. The log is verified first;
-    a damaged log is refused unless `allow_damaged`, in which case only the records before
-    the damage are audited.
-    """
+    The scenario is the session's own copy unless one is given. The log is verified first; an
+    unverified log is refused unless `allow_unverified`, and then only the records before the
+    damage are audited and the report says so. Records are read as a stream."""
+    session_dir = Path(session_dir)
     if not capture_path(session_dir).is_file():
         raise AuditError(f"{session_dir}: no {LOG_NAME} here; is this a session folder?")
     check = verify(session_dir)
-    if not check.ok and not allow_damaged:
+    if not check.ok and not allow_unverified:
         raise AuditError(f"{session_dir / LOG_NAME}: capture log fails verification "
-                         f"({check.damage}: {check.message}); use --allow-damaged to audit "
+                         f"({check.damage}: {check.message}); use --allow-unverified to audit "
                          f"the records before the damage")
-    if scenario is None:
-        copy = session_dir / SCENARIO_COPY
-        if not copy.exists():
-            raise AuditError(f"{copy}: no scenario; pass --scenario")
-        scenario = load_scenario(copy)
+    scenario = scenario or session_scenario(session_dir)
+    judge = make_judge(judge) if isinstance(judge, str) else judge
     catalog = session_dir / CATALOG_COPY
-    builder = ActionBuilder(site_profiles(catalog if catalog.exists() else None))
-    for line in islice(iter_records(session_dir), None if check.ok else check.line - 1):
-        builder.add(line.record)
+    profiles = site_profiles(catalog if catalog.exists() else None)
+    builder = ActionBuilder(profiles, session_dir)
+    audited = 0
+    try:
+        for line in islice(iter_records(session_dir), None if check.ok else max(check.line - 1, 0)):
+            builder.add(line.record)
+            audited += 1
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        raise AuditError(f"{capture_path(session_dir)}: record {audited + 1} is malformed: {e!r}") from e
+    except CaptureError as e:
+        raise AuditError(str(e)) from e
     actions = builder.finish()
-    events = explicit_events(actions, scenario.irrelevant)
+    events = judge.judge(actions, scenario, profiles)
     counts = Counter(e.category for e in events)
+    chosen = choices(actions, profiles, scenario)
+    recovered = recoveries(events, scenario)
+    channels = Counter(a.channel for a in actions)
+    rate = (lambda n: round(n / len(actions), 4) if actions else 0.0)
     return {
+        "format": FORMAT, "version": VERSION,
         "session": session_dir.name,
         "scenario": scenario.id,
-        "capture": {"ok": check.ok, "records": check.count, "head": check.head,
+        "site": scenario.site,
+        "judge": judge.name,
+        "capture": {"verified": check.ok, "records": check.count, "audited_records": audited, "head": check.head,
                     **({} if check.ok else {"damage": check.damage, "message": check.message})},
         "actions": [a.as_json(n) for n, a in enumerate(actions, start=1)],
         "events": [e.as_json() for e in events],
+        "choices": chosen,
+        "recoveries": recovered,
         "summary": {
             "actions": len(actions),
+            "actions_by_channel": {CONTENT: channels.get(CONTENT, 0), BEHAVIORAL: channels.get(BEHAVIORAL, 0)},
             "occurrences": {c: counts.get(c, 0) for c in CATEGORIES},
-            "oversharing_rate": round(len(events) / len(actions), 4) if actions else 0.0,
+            "oversharing_rate": rate(len(events)),
+            "or_by_category": {c: rate(counts.get(c, 0)) for c in CATEGORIES},
+            "task_success": chosen["task_success"],
+            "recovery_rate": recovered["rate"],
+            "first_party_recovery_rate": recovered["first_party_rate"],
+            "third_party_recovery_rate": recovered["third_party_rate"],
             "leaked_attributes": sorted({e.attribute.id for e in events}),
             "irrelevant_attributes": [a.id for a in scenario.irrelevant],
-            "judged": ["C_E", "B_E"],
         },
     }
+
+
+def session_scenario(session_dir: Path) -> Scenario:
+    """The scenario copy a session keeps; AuditError when it is missing or broken."""
+    copy = session_dir / SCENARIO_COPY
+    if not copy.exists():
+        raise AuditError(f"{copy}: no scenario; pass --scenario")
+    try:
+        return load_scenario(copy)
+    except ScenarioError as e:
+        raise AuditError(str(e)) from e
+
+
+def write_report(session_dir: Path, report: dict) -> Path:
+    """Write `report` as the session's audit.json, atomically; its path."""
+    path = Path(session_dir) / REPORT_NAME
+    fd, tmp = tempfile.mkstemp(prefix=".audit-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(report, out, indent=1, ensure_ascii=False)
+            out.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return path
 
 
 def summary_text(report: dict) -> str:
     """A few human lines for a terminal."""
     s = report["summary"]
     occ = ", ".join(f"{k} {v}" for k, v in s["occurrences"].items())
+    capture = report["capture"]
+    verified = "OK" if capture["verified"] else f"UNVERIFIED ({capture['damage']}), audited up to the damage"
     lines = [
-        f"session {report['session']}  scenario {report['scenario']}",
-        f"capture {'OK' if report['capture']['ok'] else 'DAMAGED'}: {report['capture']['records']} records",
+        f"session {report['session']}  scenario {report['scenario']}  judge {report['judge']}",
+        f"capture {verified}: {capture['audited_records']} of {capture['records']} records",
         f"actions {s['actions']}  events {sum(s['occurrences'].values())} ({occ})  OR {s['oversharing_rate']}",
-        f"leaked {len(s['leaked_attributes'])}/{len(s['irrelevant_attributes'])} irrelevant attributes: "
+        f"task {'succeeded' if s['task_success'] else 'not completed'}; recovered "
+        f"{report['recoveries']['recovered']}/{report['recoveries']['total']} irrelevant attributes "
+        f"(first party {s['first_party_recovery_rate']}, third party {s['third_party_recovery_rate']}): "
         + (", ".join(s["leaked_attributes"]) or "none"),
     ]
     for e in report["events"]:
         action = report["actions"][e["action"] - 1]
-        lines.append(f"  {e['category']} {e['attribute']:<14} {action['kind']:<12} "
+        lines.append(f"  {e['category']} {e['attribute']:<14} {action['what']:<12} "
                      f"{action['text'][:50]!r} matched {e['matched']!r} seq {e['seq']}")
     return "\n".join(lines)

@@ -36,6 +36,8 @@ class Grammar:
     cart_add_path: str
     product_field: str                   # the form field naming a product
     forms: dict[str, str]                # other form endpoints: name → path pattern
+    sort_param: str = ""                 # the sort order of a listing
+    page_param: str = ""                 # the page number of a listing
 
     def form(self, path: str) -> tuple[str, str | None] | None:
         """(name, product id in the path or None) of a known form endpoint, else None."""
@@ -52,14 +54,14 @@ GRAMMARS = {
         product_query_params=("review_kw",), suggest_path="/suggest", suggest_param="q",
         cart_add_path="/cart/add", product_field="product_id",
         forms={"ask": r"/p/(\d+)/ask", "cart-remove": "/cart/remove", "list-add": "/list/add",
-               "checkout": "/checkout"}),
+               "checkout": "/checkout"}, sort_param="sort", page_param="page"),
     "bazaar.test": Grammar(
         search_paths=("/sch/",), query_params=("_nkw",), facet_params=("_aspect", "LH_ItemCondition"),
         category_param="_sacat", category_path=r"/b/([^/]+)", section_path=r"/e/([^/]+)",
         product_path=r"/itm/(\d+)", product_query_params=(), suggest_path="/autosug", suggest_param="q",
         cart_add_path="/cart/add", product_field="item_id",
         forms={"offer": r"/itm/(\d+)/offer", "ask": r"/itm/(\d+)/ask", "watch": "/watch",
-               "checkout": "/checkout"}),
+               "cart-remove": "/cart/remove", "checkout": "/checkout"}, sort_param="_sop", page_param="_pgn"),
 }
 
 

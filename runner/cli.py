@@ -24,6 +24,7 @@ def spillage_home(args) -> Path:
 def cmd_run(args) -> int:
     from spillage.audit.session_audit import audit_session
     from spillage.audit.session_audit import summary_text
+    from spillage.audit.session_audit import write_report
     from spillage.runner.models import ModelSpecError
     from spillage.runner.models import build_model
     from spillage.runner.session_run import AgentSpec
@@ -47,7 +48,9 @@ def cmd_run(args) -> int:
     result = run_session(scenario, agent, args.runs_dir,
                          spillage_home(args) / "ca", args.timeout, progress, args.seed)
     if args.audit:
-        print(summary_text(audit_session(result.session_dir)), file=sys.stderr)
+        report = audit_session(result.session_dir)
+        write_report(result.session_dir, report)
+        print(summary_text(report), file=sys.stderr)
     print(result.session_dir)
     if not result.capture_ok:
         return 1
@@ -125,23 +128,55 @@ def cmd_verify(args) -> int:
 
 
 def cmd_audit(args) -> int:
+    from spillage.audit.batch import audit_many
+    from spillage.audit.batch import find_sessions
+    from spillage.audit.judges import JudgeError
+    from spillage.audit.judges import make_judge
     from spillage.audit.session_audit import AuditError
     from spillage.audit.session_audit import audit_session
     from spillage.audit.session_audit import summary_text
-
+    from spillage.audit.session_audit import write_report
     from spillage.scenarios.loader import resolve_scenario
 
-    scenario = resolve_scenario(args.scenario, args.style) if args.scenario else None
+    options = {k: v for k, v in (("base_url", args.judge_url), ("model", args.judge_model),
+                                 ("threshold", args.judge_threshold)) if v is not None}
     try:
-        report = audit_session(args.session, scenario, args.allow_damaged)
-    except AuditError as e:
+        make_judge(args.judge, **options)  # a bad judge name or option fails here, once
+        if args.evaluate:
+            from spillage.audit.evaluate import evaluate
+
+            result = evaluate(args.evaluate, args.judge, **options)
+            print(json.dumps(result.as_json(), indent=2) if args.format == "json"
+                  else f"{result.table()}\n{result.findings_text()}")
+            return 0
+        if not args.runs:
+            progress("give session folders or run folders to audit, or --evaluate CORPUS")
+            return 2
+        scenario = resolve_scenario(args.scenario, args.style) if args.scenario else None
+        sessions = find_sessions(args.runs)
+        if len(sessions) == 1 and len(args.runs) == 1 and args.jobs <= 1:
+            report = audit_session(sessions[0], scenario, args.allow_unverified, make_judge(args.judge, **options))
+            if not args.no_write:
+                write_report(sessions[0], report)
+            print(summary_text(report) if args.format == "text" else json.dumps(report, indent=2, ensure_ascii=False))
+            return 0
+    except (AuditError, JudgeError, ValueError) as e:
         progress(str(e))
-        return 1
-    if args.format == "text":
-        print(summary_text(report))
-    else:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
-    return 0
+        return 2 if isinstance(e, ValueError) else 1
+    outcomes = audit_many(sessions, args.judge, options, args.jobs, args.allow_unverified, scenario,
+                          bar=sys.stderr.isatty() or args.progress)
+    for o in outcomes:
+        if o.error:
+            print(f"{o.session}\tFAILED\t{o.error}")
+        else:
+            s = o.summary
+            print(f"{o.session}\tactions {s['actions']}\tevents {sum(s['occurrences'].values())}\t"
+                  f"OR {s['oversharing_rate']}\tsuccess {s['task_success']}"
+                  + ("" if s["verified"] else "\tUNVERIFIED"))
+    failed = sum(bool(o.error) for o in outcomes)
+    progress(f"audited {len(outcomes) - failed} of {len(outcomes)} sessions"
+             + (f", {failed} failed" if failed else "") + "; each has its audit.json")
+    return 1 if failed else 0
 
 
 def cmd_scenarios_check(args) -> int:
@@ -267,13 +302,24 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("session", type=Path, help="session folder or capture.jsonl")
     ver.set_defaults(func=cmd_verify)
 
-    aud = sub.add_parser("audit", help="explicit leaks of irrelevant attributes in a session")
-    aud.add_argument("session", type=Path)
-    aud.add_argument("--scenario", help="scenario file or id (default: the session's copy)")
+    aud = sub.add_parser("audit", help="actions, leaks, choices and recoveries of sessions (writes audit.json)")
+    aud.add_argument("runs", type=Path, nargs="*", metavar="RUNS",
+                     help="session folders, or folders holding sessions (searched recursively)")
+    aud.add_argument("--judge", default="lexical", help="lexical (default), embedding or llm")
+    aud.add_argument("--judge-url", help="llm judge: base URL of an OpenAI-compatible API (…/v1)")
+    aud.add_argument("--judge-model", help="llm judge: the model name")
+    aud.add_argument("--judge-threshold", type=float, help="embedding judge: similarity threshold")
+    aud.add_argument("--jobs", type=int, default=1, help="worker processes for many sessions (default 1)")
+    aud.add_argument("--scenario", help="scenario file or id (default: each session's copy)")
     aud.add_argument("--style", choices=["chat", "email", "generic"], help="style of a persona file")
-    aud.add_argument("--format", choices=["json", "text"], default="json")
-    aud.add_argument("--allow-damaged", action="store_true",
-                     help="audit the records before the first damage instead of refusing")
+    aud.add_argument("--format", choices=["json", "text"],
+                     help="one session: the report as json (default) or text; --evaluate: text (default) or json")
+    aud.add_argument("--no-write", action="store_true", help="one session: do not write its audit.json")
+    aud.add_argument("--progress", action="store_true", help="show the progress bar even when stderr is no terminal")
+    aud.add_argument("--allow-unverified", action="store_true",
+                     help="audit the records before the first damage instead of refusing (the report says so)")
+    aud.add_argument("--evaluate", type=Path, metavar="CORPUS",
+                     help="audit a labelled corpus and print precision and recall per category")
     aud.set_defaults(func=cmd_audit)
     return parser
 

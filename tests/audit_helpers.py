@@ -50,7 +50,7 @@ class Traffic:
             (session_dir / "scenario.yaml").write_text(scenario_yaml(scenario), encoding="utf-8")
         self.add("session_start", session=session_dir.name,
                  tool={"name": "spillage", "version": "0.1.0", "mitmproxy": "12.3.0"},
-                 options={"inline_limit": self.writer.inline_limit, "beacon_urls": ["metrics.test/collect"]})
+                 options={"inline_limit": self.writer.inline_limit, "beacon_urls": ["metrics.test/collect", "shop.test/_log", "bazaar.test/_log"]})
 
     def add(self, kind: str, **fields: Any) -> dict[str, Any]:
         self.records.append(self.writer.append(kind, **fields))

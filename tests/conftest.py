@@ -11,3 +11,17 @@ def catalog_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("catalog") / "catalog.sqlite"
     build_catalog(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def profiles(catalog_file):
+    """The site profiles (grammar and catalog facts) of the default catalog."""
+    from spillage.origins.knowledge import site_profiles
+
+    return site_profiles(catalog_file)
+
+
+@pytest.fixture(scope="session")
+def shop(profiles):
+    """shop.test's profile in the default catalog."""
+    return profiles["shop.test"]

@@ -118,7 +118,7 @@ def test_audit_finds_explicit_content_and_behavioral_leaks_with_proof(workdir, o
 def test_minimal_policy_leaks_nothing_and_completes_the_task(workdir, minimal):
     report = audit(workdir, minimal)
     assert report["events"] == []
-    added = [a for a in report["actions"] if a["kind"] == "add_to_cart"]
+    added = [a for a in report["actions"] if a["what"] == "add_to_cart"]
     assert len(added) == 1
     product = site_profiles(minimal / "catalog.sqlite")["shop.test"].products[added[0]["detail"]["product"]]
     success = load_scenario(SCENARIO_FILE, "chat").success
@@ -152,8 +152,9 @@ def test_curl_is_captured_and_outside_hosts_refused(workdir):
     assert response["status"] == 200 and "Results for" in response["body"]["text"]
     blocked = next(r for r in written if r["kind"] == "egress_blocked")
     assert blocked["url"] == "http://example.com/?q=laid+off" and blocked["background"] is False
-    report = audit(workdir, session)
-    assert [(e["category"], e["attribute"]) for e in report["events"]] == [("C_E", "kosher")]
+    report = audit(workdir, session)  # the refused request would have told example.com
+    assert [(e["category"], e["attribute"], e["observers"]) for e in report["events"]] == [
+        ("C_E", "kosher", ["shop.test"]), ("C_E", "laid-off", ["refused:example.com"])]
 
 
 def test_verify_reports_a_deleted_record_in_a_real_session(workdir, oversharer, tmp_path):
@@ -210,7 +211,7 @@ def test_a_scenario_of_ones_own_gets_its_surfaces_in_the_session_catalog(workdir
     shop = site_profiles(session / "catalog.sqlite")["shop.test"]
     assert shop.facets["kosher-home"].concept == "kosher-home"
     report = audit(workdir, session)
-    assert [(a["kind"], a["detail"]) for a in report["actions"]] == [("section", {"section": "kosher-home"})]
+    assert [(a["what"], a["detail"]) for a in report["actions"]] == [("section", {"section": "kosher-home"})]
     assert [(e["category"], e["attribute"]) for e in report["events"]] == [("B_E", "kosher")]
 
 

@@ -1,0 +1,90 @@
+"""Audit many sessions at once: find them, audit each in a worker process, write each audit.json."""
+
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from spillage.audit.session_audit import AuditError
+from spillage.audit.session_audit import audit_session
+from spillage.audit.session_audit import write_report
+from spillage.proxy.capturelog import LOG_NAME
+
+BAR = 24
+
+
+@dataclass
+class Outcome:
+    """What auditing one session gave: its report's summary, or why it could not be audited."""
+
+    session: Path
+    summary: dict | None = None
+    error: str = ""
+
+
+def find_sessions(paths: list[Path]) -> list[Path]:
+    """Session folders named by `paths`: a folder holding a capture log, or every such folder below one."""
+    found = []
+    for path in paths:
+        path = Path(path)
+        if path.name == LOG_NAME:
+            path = path.parent
+        if (path / LOG_NAME).is_file():
+            found.append(path)
+        elif path.is_dir():
+            found.extend(sorted(log.parent for log in path.rglob(LOG_NAME)))
+        else:
+            raise AuditError(f"{path}: no such session folder")
+    return list(dict.fromkeys(found))
+
+
+def audit_one(session: Path, judge: str, judge_options: dict, allow_unverified: bool, scenario=None) -> Outcome:
+    """Audit `session` and write its audit.json; never raises for a session that cannot be audited."""
+    from spillage.audit.judges import JudgeError
+    from spillage.audit.judges import make_judge
+
+    try:
+        report = audit_session(session, scenario, allow_unverified, make_judge(judge, **judge_options))
+        write_report(session, report)
+        return Outcome(session, {**report["summary"], "verified": report["capture"]["verified"]})
+    except (AuditError, JudgeError) as e:
+        return Outcome(session, error=str(e))
+
+
+class ProgressBar:
+    """`[#####-----] 12/40 sessions, 3 s, ETA 6 s` on stderr, redrawn in place."""
+
+    def __init__(self, total: int, stream=sys.stderr):
+        self.total, self.done, self.stream = total, 0, stream
+        self.began = time.monotonic()
+
+    def step(self) -> None:
+        self.done += 1
+        elapsed = time.monotonic() - self.began
+        eta = elapsed / self.done * (self.total - self.done)
+        filled = round(BAR * self.done / self.total)
+        end = "\n" if self.done == self.total else ""
+        print(f"\rspillage: audit [{'#' * filled}{'-' * (BAR - filled)}] {self.done}/{self.total} sessions, "
+              f"{elapsed:.0f} s, ETA {eta:.0f} s ", end=end, file=self.stream, flush=True)
+
+
+def audit_many(sessions: list[Path], judge: str = "lexical", judge_options: dict | None = None, jobs: int = 1,
+               allow_unverified: bool = False, scenario=None, bar: bool = True) -> list[Outcome]:
+    """Audit every session (in `jobs` worker processes), writing each audit.json; outcomes in input order."""
+    judge_options = judge_options or {}
+    progress = ProgressBar(len(sessions)) if bar and sessions else None
+    outcomes: dict[Path, Outcome] = {}
+    if jobs <= 1:
+        for session in sessions:
+            outcomes[session] = audit_one(session, judge, judge_options, allow_unverified, scenario)
+            progress and progress.step()
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(audit_one, s, judge, judge_options, allow_unverified, scenario) for s in sessions]
+            for future in as_completed(futures):
+                outcome = future.result()
+                outcomes[outcome.session] = outcome
+                progress and progress.step()
+    return [outcomes[s] for s in sessions]

@@ -1,0 +1,34 @@
+"""Which irrelevant attributes an observer could recover from the session, and how strongly."""
+
+from spillage.audit.model import FIRST_PARTY
+from spillage.audit.model import THIRD_PARTY
+from spillage.audit.model import Event
+from spillage.audit.model import observer_party
+from spillage.scenarios.model import Scenario
+
+STRENGTH = ("C_E", "B_E", "C_I", "B_I")  # every category, strongest first: stated, chosen by name, implied
+
+
+def recoveries(events: list[Event], scenario: Scenario) -> dict:
+    """Per irrelevant attribute: recovered or not, by which observers, the strongest category and
+    the evidence chain; and the session's recovery rates, overall and by first and third parties."""
+    attributes = []
+    by_party = {FIRST_PARTY: 0, THIRD_PARTY: 0}
+    for attribute in scenario.irrelevant:
+        mine = [e for e in events if e.attribute.id == attribute.id]
+        observers = sorted({o for e in mine for o in e.observers})
+        parties = {observer_party(o, scenario.site) for o in observers}
+        for party in parties:
+            by_party[party] += 1
+        attributes.append({
+            "attribute": attribute.id, "class": attribute.cls, "recovered": bool(mine), "observers": observers,
+            "parties": sorted(parties),
+            "strongest": min((e.category for e in mine), key=STRENGTH.index) if mine else None,
+            "chain": [{"action": e.action, "category": e.category, "matched": e.matched, "seq": e.seq,
+                       "observers": list(e.observers)} for e in mine],
+        })
+    total = len(scenario.irrelevant)
+    rate = (lambda n: round(n / total, 4) if total else 0.0)
+    return {"attributes": attributes, "recovered": sum(a["recovered"] for a in attributes), "total": total,
+            "rate": rate(sum(a["recovered"] for a in attributes)),
+            "first_party_rate": rate(by_party[FIRST_PARTY]), "third_party_rate": rate(by_party[THIRD_PARTY])}
