@@ -56,13 +56,15 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
     catalog = session_dir / CATALOG_COPY
     profiles = site_profiles(catalog if catalog.exists() else None)
     builder = ActionBuilder(profiles, session_dir)
-    audited = 0
+    audited, line = 0, None
     try:
         for line in islice(iter_records(session_dir), None if check.ok else max(check.line - 1, 0)):
             builder.add(line.record)
             audited += 1
     except (KeyError, TypeError, AttributeError, ValueError) as e:
-        raise AuditError(f"{capture_path(session_dir)}: record {audited + 1} is malformed: {e!r}") from e
+        seq = line.record.get("seq") if line and isinstance(line.record, dict) else None
+        raise AuditError(f"{capture_path(session_dir)}:{line.lineno if line else 1}: record seq {seq} "
+                         f"is malformed ({type(e).__name__}: {e})") from e
     except CaptureError as e:
         raise AuditError(str(e)) from e
     actions = builder.finish()

@@ -196,3 +196,20 @@ def test_llm_judge_that_cannot_be_reached_is_one_line(tmp_path, catalog_file, ca
                  "--judge-model", "m", "--no-write"])
     err = capsys.readouterr().err
     assert code == 1 and "llm judge" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_malformed_record_is_named_by_its_seq(tmp_path, catalog_file, capsys):
+    t = Traffic(tmp_path / "odd", catalog=catalog_file)
+    bad = t.writer.append("form", flow="f", request=1, url=f"{SHOP}/checkout", method="POST",
+                          enctype="application/x-www-form-urlencoded", fields="full_name=Dana")["seq"]
+    folder = t.close()
+    assert main(["audit", str(folder)]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"record seq {bad} is malformed" in line and str(folder) in line
+
+
+def test_an_unknown_scenario_id_is_one_line_and_exit_2(tmp_path, catalog_file, capsys):
+    (folder,) = sessions(tmp_path, catalog_file, 1)
+    assert main(["audit", str(folder), "--scenario", "no-such-scenario"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "no-such-scenario" in line
