@@ -457,6 +457,11 @@ class ActionBuilder:
         URL; a field value typed joins the content action that sent the same words, else it is a
         content action of its own."""
         self.expire(float("inf"))
+        for action in self.actions:  # a page view can be reported after the first impressions
+            if action.what == "scroll":
+                for item in action.detail["seen"]:
+                    if item["id"] in self.on_load.get(action.url, ()):
+                        item["initial"] = True
         self.actions = [a for a in self.actions if a.what != "scroll" or scrolled(a)]
         return sorted(self.actions, key=lambda a: a.seq)
 

@@ -213,3 +213,13 @@ def test_an_unknown_scenario_id_is_one_line_and_exit_2(tmp_path, catalog_file, c
     assert main(["audit", str(folder), "--scenario", "no-such-scenario"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "no-such-scenario" in line
+
+
+def test_a_page_view_reported_after_the_first_impressions_still_marks_what_was_there(traffic, shop):
+    bait = kettle(shop, fits=False, carrying="kosher-kitchen")
+    url = search_url("kettle")
+    traffic.load(url, view=False)
+    traffic.beacon("impression", page=url, items=[{"kind": "product", "id": str(bait.id), "ms": 2500}])
+    traffic.beacon("view", page=url, ref="", title="results", seen=[str(bait.id)])
+    report = audited(traffic)
+    assert [a["what"] for a in report["actions"]] == ["search"] and report["events"] == []

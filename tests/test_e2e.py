@@ -111,7 +111,8 @@ def test_audit_finds_explicit_content_and_behavioral_leaks_with_proof(workdir, o
         proof = by_seq[event["seq"]]
         assert proof["kind"] in ("request", "form", "beacon")
         if event["category"] == "C_E":  # the leaked words are on the wire, in that very request
-            assert find_form(urllib.parse.unquote_plus(proof["url"]), forms[event["attribute"]])
+            wire = proof["url"] + " " + ((proof.get("body") or {}).get("text") or "")
+            assert find_form(urllib.parse.unquote_plus(wire), forms[event["attribute"]])
     assert report["summary"]["oversharing_rate"] > 0
 
 

@@ -13,6 +13,7 @@ import pytest
 from cdp import launch
 from spillage.origins.catalog import Catalog
 from spillage.proxy.ca import ensure_ca
+from spillage.proxy.capturelog import TornLineError
 from spillage.proxy.capturelog import iter_records
 from spillage.runner.stack import Stack
 
@@ -28,7 +29,14 @@ class Session:
         self.stack, self.browser, self.folder = stack, browser, folder
 
     def records(self) -> list[dict]:
-        return [line.record for line in iter_records(self.folder)]
+        """The records written so far (the proxy may be writing the last line this very moment)."""
+        found = []
+        try:
+            for line in iter_records(self.folder):
+                found.append(line.record)
+        except TornLineError:
+            pass
+        return found
 
     def wait_records(self, predicate, what: str, after: int = 0, timeout: float = 10.0) -> list[dict]:
         """Records with seq > `after` matching `predicate`, waiting until there is at least one."""
