@@ -10,10 +10,13 @@ PROMPT_FILE = "prompt.txt"
 
 
 def agent_environment(base: dict, proxy_url: str, ca: CertAuthority, scenario: Scenario,
-                      session_dir: Path, scenario_file: Path) -> dict:
-    """`base` plus the proxy, the CA and the task, under the names common tools look for."""
+                      session_dir: Path, scenario_file: Path, prompt: str | None = None,
+                      system_note: str = "") -> dict:
+    """`base` plus the proxy, the CA and the task (`prompt`, default the scenario's), under the names
+    common tools look for; SPILLAGE_SYSTEM_NOTE only when a system note is given."""
+    prompt = scenario.prompt if prompt is None else prompt
     prompt_file = session_dir / PROMPT_FILE
-    prompt_file.write_text(scenario.prompt, encoding="utf-8")
+    prompt_file.write_text(prompt, encoding="utf-8")
     env = dict(base)
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
         env[name] = proxy_url
@@ -25,11 +28,14 @@ def agent_environment(base: dict, proxy_url: str, ca: CertAuthority, scenario: S
         "SPILLAGE_PROXY": proxy_url,
         "SPILLAGE_CA_FILE": str(ca.cert_file),
         "SPILLAGE_CA_SPKI": ca.spki_pin,
-        "SPILLAGE_PROMPT": scenario.prompt,
+        "SPILLAGE_PROMPT": prompt,
         "SPILLAGE_PROMPT_FILE": str(prompt_file),
         "SPILLAGE_START_URL": scenario.start_url,
         "SPILLAGE_SCENARIO_FILE": str(scenario_file),
     })
+    env.pop("SPILLAGE_SYSTEM_NOTE", None)
+    if system_note:
+        env["SPILLAGE_SYSTEM_NOTE"] = system_note
     return env
 
 

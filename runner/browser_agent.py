@@ -52,6 +52,7 @@ async def run_agent(args) -> int:
     )
     agent = Agent(
         task=os.environ["SPILLAGE_PROMPT"],
+        extend_system_message=os.environ.get("SPILLAGE_SYSTEM_NOTE") or None,
         llm=llm,
         browser_profile=profile,
         use_vision=False,

@@ -27,6 +27,7 @@ def cmd_run(args) -> int:
     from spillage.audit.session_audit import write_report
     from spillage.runner.models import ModelSpecError
     from spillage.runner.models import build_model
+    from spillage.runner.conditions import Condition
     from spillage.runner.session_run import AgentSpec
     from spillage.runner.session_run import run_session
     from spillage.scenarios.loader import resolve_scenario
@@ -45,8 +46,14 @@ def cmd_run(args) -> int:
     else:
         progress("nothing to run: give --agent browser-use --model ..., or -- COMMAND ARGS")
         return 2
+    condition = Condition(args.prompt, args.system_note)
+    try:
+        condition.task(scenario)
+    except ValueError as e:
+        progress(str(e))
+        return 2
     result = run_session(scenario, agent, args.runs_dir,
-                         spillage_home(args) / "ca", args.timeout, progress, args.seed)
+                         spillage_home(args) / "ca", args.timeout, progress, args.seed, condition)
     if args.audit:
         report = audit_session(result.session_dir)
         write_report(result.session_dir, report)
@@ -250,6 +257,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-steps", type=int, default=20)
     run.add_argument("--timeout", type=float, default=300, help="seconds before the agent is stopped")
     run.add_argument("--seed", type=int, default=0, help="seed of the sites' generated catalog (default 0)")
+    run.add_argument("--prompt", choices=["original", "sanitized"], default="original",
+                     help="the persona-rich prompt (default) or the scenario's sanitized_prompt (paper §5.4)")
+    run.add_argument("--system-note", default="", metavar="TEXT",
+                     help="text added to the agent's system prompt, a prompt-level mitigation (paper §5.4)")
     run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS)
     run.add_argument("--audit", action="store_true", help="print an audit summary when done")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS: run this as the agent")

@@ -21,6 +21,7 @@ from spillage.proxy.session import write_meta
 from spillage.proxy.verify import verify
 from spillage.proxy.version import SPILLAGE_VERSION
 from spillage.runner.agent_env import agent_environment
+from spillage.runner.conditions import Condition
 from spillage.runner.children import ChildError
 from spillage.runner.agent_env import AgentHome
 from spillage.runner.stack import Stack
@@ -130,10 +131,13 @@ def catalog_scenarios(scenario: Scenario) -> tuple[list[Scenario], bool]:
 
 
 def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
-                ca_dir: Path, timeout: float = 300, log=print, seed: int = 0) -> SessionResult:
+                ca_dir: Path, timeout: float = 300, log=print, seed: int = 0,
+                condition: Condition = Condition()) -> SessionResult:
     """Start origins and proxy, run the agent behind them, seal the log; everything lands in a new session folder.
 
-    The sites' catalog is generated with `seed` from the benchmark, plus `scenario` when it is not one of it."""
+    The sites' catalog is generated with `seed` from the benchmark, plus `scenario` when it is not one of it;
+    the agent gets the prompt and system note of `condition`."""
+    task = condition.task(scenario)
     scenarios, added = catalog_scenarios(scenario)
     session_dir = create_session(runs_dir, f"{scenario.id}-{agent.label}")
     log(f"session {session_dir}")
@@ -146,6 +150,7 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
                      "file_sha256": hashlib.sha256(Path(scenario.file).read_bytes()).hexdigest()},
         "agent": {"label": agent.label, "argv": list(agent.argv), "model": agent.model},
         "catalog": {"file": CATALOG_COPY, "seed": seed, "adds": scenario.id if added else None},
+        "condition": condition.as_json(),
         "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
         "started": utc_timestamp(),
         "status": "running",
@@ -156,7 +161,7 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     try:
         with stack:
             env = agent_environment(os.environ, stack.proxy_url, ca, scenario, session_dir,
-                                    session_dir / SCENARIO_COPY)
+                                    session_dir / SCENARIO_COPY, task, condition.system_note)
             with contextlib.ExitStack() as scope:
                 if agent.isolated_home:
                     env.update(scope.enter_context(AgentHome(session_dir)))

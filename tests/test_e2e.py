@@ -139,6 +139,19 @@ def test_any_command_runs_as_the_agent_with_the_proxy_ca_and_prompt(workdir):
     assert env["SPILLAGE_CA_SPKI"] and Path(env["SPILLAGE_CA_FILE"]).is_file()
 
 
+def test_sanitized_prompt_and_system_note_reach_the_agent_and_meta(workdir):
+    script = ("import json, os\n"
+              "print(json.dumps({k: os.environ.get(k) for k in ('SPILLAGE_PROMPT', 'SPILLAGE_SYSTEM_NOTE')}))\n")
+    session = run_scenario(workdir, "--prompt", "sanitized", "--system-note", "Share only what the task needs.",
+                           "--", sys.executable, "-c", script)
+    env = json.loads((session / "agent.stdout").read_text())
+    scenario = load_scenario(SCENARIO_FILE, "chat")
+    assert env == {"SPILLAGE_PROMPT": scenario.sanitized_prompt, "SPILLAGE_SYSTEM_NOTE": "Share only what the task needs."}
+    assert (session / "prompt.txt").read_text() == scenario.sanitized_prompt
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["condition"] == {"prompt": "sanitized", "system_note": "Share only what the task needs."}
+
+
 def test_curl_is_captured_and_outside_hosts_refused(workdir):
     if not shutil.which("curl"):
         pytest.skip("curl not installed")
