@@ -440,7 +440,3 @@ class Catalog:
         ids = [row[0] for row in self._db().execute(
             "SELECT other_id FROM together WHERE product_id = ? ORDER BY position", (product_id,))]
         return self.products_by_id(site, ids)
-
-    def roles(self, site: str) -> dict[int, str]:
-        """How each product came to be (winner, near-miss, bait, distractor, accessory), for tests and docs."""
-        return dict(self._db().execute("SELECT id, role FROM products WHERE site = ?", (site,)))
