@@ -51,14 +51,26 @@ class VerifyResult:
     line: int | None = None
     seq: int | None = None
     message: str = ""
+    provenance: dict | None = None   # the `import` record's file identity, for an imported log
 
     def summary(self) -> str:
         """The one line `spillage verify` prints."""
         if self.ok:
-            return f"OK {self.count} records, head {self.head}"
+            return f"OK {self.count} records, head {self.head}" + provenance_note(self.provenance)
         where = f"{self.path}:{self.line}" if self.line is not None else str(self.path)
         seq = f" seq {self.seq}:" if self.seq is not None else ""
         return f"FAIL {where}:{seq} {self.damage}: {self.message}"
+
+
+PROVENANCE_FIELDS = ("format", "file", "size", "sha256")
+
+
+def provenance_note(provenance: dict | None) -> str:
+    """What the chain of an imported log vouches for ('' for a log the proxy wrote)."""
+    if not provenance:
+        return ""
+    return (f"; imported from {provenance['file']} ({provenance['format']}, sha256 {provenance['sha256']}): "
+            "the chain vouches for the import, not for the original capture")
 
 
 def _is_int(value: Any) -> bool:
@@ -71,6 +83,7 @@ def verify(path: str | os.PathLike[str]) -> VerifyResult:
     session = log.parent
     count, head, lineno = 0, GENESIS, 0
     sealed_at: int | None = None
+    provenance: dict | None = None
 
     def fail(damage: str, message: str, line: int | None, seq: int | None) -> VerifyResult:
         return VerifyResult(
@@ -114,6 +127,8 @@ def verify(path: str | os.PathLike[str]) -> VerifyResult:
             if problem:
                 return fail(*problem, lineno, seq)
             count, head = count + 1, rec["hash"]
+            if rec.get("kind") == "import" and seq == 1:  # an imported log starts so
+                provenance = {key: rec.get(key) for key in PROVENANCE_FIELDS} | {"seq": seq}
             if rec.get("kind") == "session_end":
                 sealed_at = lineno
     except TornLineError as exc:
@@ -129,7 +144,7 @@ def verify(path: str | os.PathLike[str]) -> VerifyResult:
     if problem:
         damage, message, n = problem
         return fail(damage, message, n + 1, n)
-    return VerifyResult(ok=True, count=count, head=head, path=log)
+    return VerifyResult(ok=True, count=count, head=head, path=log, provenance=provenance)
 
 
 def _seq_appears_after(log: Path, after_line: int, seq: int) -> bool:

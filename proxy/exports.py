@@ -1,0 +1,108 @@
+"""`spillage export`: a session's exchanges, rebuilt from its records, written as HAR, mitmproxy
+flows or pcap. The output file appears whole, or not at all.
+
+Derived records (beacon, form) and session markers are not exported: an import derives them again.
+A refused request is exported as the 403 the proxy answered it with, which is how imports recognise it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+from mitmproxy import http
+
+from spillage.addons.egress import REFUSED_BODY
+from spillage.proxy.capturelog import iter_records
+from spillage.proxy.capturelog import read_body
+from spillage.proxy.exchange import REQUEST
+from spillage.proxy.exchange import RESPONSE
+from spillage.proxy.exchange import UNKNOWN_BODY
+from spillage.proxy.exchange import Exchange
+from spillage.proxy.exchange import latin1_pairs
+from spillage.proxy.exchange import make_request
+from spillage.proxy.exchange import make_response
+
+REFUSAL_HEADERS = [("Content-Type", "text/plain; charset=utf-8")]
+UNKNOWN = {UNKNOWN_BODY.format(which): which for which in (REQUEST, RESPONSE)}
+
+
+def epoch(ts: str) -> float:
+    """Epoch seconds of a record's `ts`."""
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+
+
+def session_exchanges(session_dir: Path) -> Iterator[Exchange]:
+    """The session's exchanges in the order their requests were made, streamed from its log.
+
+    An exchange is yielded once it is answered and a record about something else follows (notes on
+    it come right after its answer), so memory holds only exchanges still waiting for their answer."""
+    pending: dict[int, Exchange] = {}    # request seq → exchange, in request order
+    answered: set[int] = set()
+    for line in iter_records(session_dir):
+        r = line.record
+        kind = r["kind"]
+        if kind == "request":
+            request = make_request(r["method"], r["url"], r["http_version"], latin1_pairs(r["headers"]),
+                                   read_body(session_dir, r["body"]), epoch(r["ts"]))
+            pending[r["seq"]] = Exchange(r["flow"], request)
+        elif kind == "egress_blocked":
+            request = make_request(r["method"], r["url"], "HTTP/1.1", latin1_pairs(r["headers"]),
+                                   read_body(session_dir, r["body"]), epoch(r["ts"]))
+            pending[r["seq"]] = Exchange(r["flow"], request, refusal_response(epoch(r["ts"])))
+            answered.add(r["seq"])
+        elif kind == "response" and r["request"] in pending:
+            pending[r["request"]].response = make_response(
+                r["status"], r["reason"], r["http_version"], latin1_pairs(r["headers"]),
+                read_body(session_dir, r["body"]), epoch(r["ts"]))
+            answered.add(r["request"])
+        elif kind == "error" and r["request"] in pending:
+            x = pending[r["request"]]
+            if r["message"] in UNKNOWN:
+                x.unknown_bodies += (UNKNOWN[r["message"]],)
+            else:
+                x.error = r["message"]
+                answered.add(r["request"])
+        about = r.get("request") if kind in ("response", "error", "beacon", "form") else r.get("seq")
+        while pending and next(iter(pending)) in answered and next(iter(pending)) != about:
+            seq = next(iter(pending))
+            answered.discard(seq)
+            yield pending.pop(seq)
+    yield from pending.values()
+
+
+def export_session(session_dir: Path, fmt: str, out: Path) -> int:
+    """Write the session as `fmt` to `out` atomically (a temporary file next to it, renamed); the
+    number of exchanges written."""
+    out = Path(out)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)   # as an ordinary new file, not mkstemp's 0600
+    try:
+        exchanges = session_exchanges(Path(session_dir))
+        if fmt == "har":
+            from spillage.proxy.har import write_har
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                n = write_har(exchanges, f)
+        elif fmt == "mitm":
+            from spillage.proxy.mitmflows import write_flows
+            with os.fdopen(fd, "wb") as f:
+                n = write_flows(exchanges, f)
+        else:
+            from spillage.proxy.pcap import write_pcap
+            with os.fdopen(fd, "wb") as f:
+                n = write_pcap(exchanges, f)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return n
+
+
+def refusal_response(ts: float) -> http.Response:
+    """The 403 our proxy answers a refused request with."""
+    return make_response(403, "Forbidden", "HTTP/1.1", latin1_pairs(REFUSAL_HEADERS), REFUSED_BODY, ts)

@@ -1,0 +1,105 @@
+"""Turn one HTTP exchange into capture records: the derivation the live proxy and the importers share.
+
+`write` is an `append(kind, **fields) -> record | None` (a CaptureWriter's, or a wrapper of it) and
+`body` a `body(bytes) -> body object`; both are passed in so the live addon keeps its own error
+handling and an importer can spool records before it writes them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+
+from mitmproxy import http
+
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+BEACON_EVENT_FIELDS = ("t", "type", "event")
+DEFAULT_BEACON_URLS = ("metrics.test/collect", "shop.test/_log", "bazaar.test/_log")
+
+Write = Callable[..., "dict | None"]
+Body = Callable[[bytes | None], "dict | None"]
+
+
+def header_pairs(headers: http.Headers) -> list[list[str]]:
+    """Headers in wire order as [name, value] pairs, bytes decoded as Latin-1."""
+    return [[k.decode("latin-1"), v.decode("latin-1")] for k, v in headers.fields]
+
+
+def beacon_payload(body: bytes) -> tuple[str, object]:
+    """The beacon's event name and parsed JSON payload (`unknown`, None when not JSON)."""
+
+    def reject(constant: str):
+        raise ValueError(f"non-finite number {constant}")
+
+    try:
+        data = json.loads(body.decode("utf-8"), parse_constant=reject)
+    except (UnicodeDecodeError, ValueError):
+        return "unknown", None
+    if isinstance(data, dict):
+        for field in BEACON_EVENT_FIELDS:
+            if isinstance(data.get(field), str):
+                return data[field], data
+    return "unknown", data
+
+
+def form_fields(request: http.Request) -> tuple[str, list[list[str]]] | None:
+    """(enctype, [[name, value], ...]) when the request body is a submitted form, else None."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type not in FORM_TYPES or not request.raw_content:
+        return None
+    if content_type == "multipart/form-data":
+        items = request.multipart_form.items(multi=True)
+        fields = [[k.decode("utf-8", "replace"), v.decode("utf-8", "replace")] for k, v in items]
+    else:
+        fields = [[k, v] for k, v in request.urlencoded_form.items(multi=True)]
+    return content_type, fields
+
+
+def is_beacon(request: http.Request, beacon_urls: Iterable[str]) -> bool:
+    """True when `request` goes to one of the event endpoints `beacon_urls` (host/path)."""
+    target = f"{request.pretty_host.lower()}{request.path.split('?')[0]}"
+    return target in {url.lower() for url in beacon_urls}
+
+
+def write_request(write: Write, body: Body, flow_id: str, request: http.Request,
+                  beacon_urls: Iterable[str]) -> dict | None:
+    """Write the `request` record of `request`, then its derived `beacon` and `form` records."""
+    url = request.pretty_url
+    record = write(
+        "request", flow=flow_id, method=request.method, url=url,
+        http_version=request.http_version, headers=header_pairs(request.headers),
+        body=body(request.raw_content),
+    )
+    if record is None:
+        return None
+    if is_beacon(request, beacon_urls):
+        event, data = beacon_payload(request.raw_content or b"")
+        write("beacon", flow=flow_id, request=record["seq"], url=url, event=event, data=data)
+    form = form_fields(request)
+    if form:
+        enctype, fields = form
+        write("form", flow=flow_id, request=record["seq"], url=url,
+              method=request.method, enctype=enctype, fields=fields)
+    return record
+
+
+def write_response(write: Write, body: Body, flow_id: str, request_seq: int,
+                   response: http.Response) -> dict | None:
+    """Write the `response` record answering the request record `request_seq`."""
+    return write(
+        "response", flow=flow_id, request=request_seq,
+        status=response.status_code, reason=response.reason,
+        http_version=response.http_version, headers=header_pairs(response.headers),
+        body=body(response.raw_content),
+    )
+
+
+def write_refusal(write: Write, body: Body, flow_id: str, request: http.Request, url: str,
+                  refusal: dict) -> dict | None:
+    """Write the `egress_blocked` record of a refused request or tunnel, keeping all the client sent."""
+    return write(
+        "egress_blocked", flow=flow_id, method=request.method, url=url,
+        host=request.pretty_host, port=request.port, background=refusal["background"],
+        headers=header_pairs(request.headers), body=body(request.raw_content),
+        reason=refusal["reason"],
+    )

@@ -1,0 +1,147 @@
+"""`spillage import` and `spillage export`: capture files (HAR, mitmproxy flows, pcap) in and out.
+
+An import builds the session in a temporary folder next to `--out` and renames it into place at the
+end, so a failed import leaves nothing behind; an export writes its file the same way.
+"""
+
+import hashlib
+import shutil
+import secrets
+import sys
+from pathlib import Path
+
+FORMATS = ("har", "mitm", "pcap")
+
+
+def fail(command: str, message: str) -> int:
+    """One line on stderr, exit status 1."""
+    print(f"spillage {command}: {message}", file=sys.stderr, flush=True)
+    return 1
+
+
+def cmd_import(args) -> int:
+    from spillage.proxy.imports import ImportFailure
+    from spillage.proxy.imports import sniff_format
+    from spillage.scenarios.loader import ScenarioError
+    from spillage.scenarios.loader import resolve_scenario
+
+    source, out = Path(args.file), Path(args.out).resolve()
+    if not source.is_file():
+        return fail("import", f"{source}: no such file")
+    if out.exists():
+        return fail("import", f"{out}: already exists; give a new session folder")
+    try:
+        scenario = resolve_scenario(args.scenario, args.style)
+        fmt = args.format or sniff_format(source)
+    except (ScenarioError, ImportFailure) as e:
+        return fail("import", str(e))
+    except OSError as e:
+        return fail("import", f"{source}: {e.strerror or e}")
+    tmp = out.parent / f".{out.name}.importing-{secrets.token_hex(3)}"
+    tmp.mkdir(parents=True)
+    try:
+        record = build_session(source, fmt, tmp, out.name, scenario, args.seed, not args.no_catalog)
+        tmp.rename(out)
+    except BaseException as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, ImportFailure):
+            return fail("import", str(e))
+        if isinstance(e, OSError):
+            return fail("import", f"{e.filename or source}: {e.strerror or e}")
+        raise
+    counts = ", ".join(f"{k} {v}" for k, v in record["counts"].items())
+    print(f"spillage: imported {source.name} ({fmt}): {counts}", file=sys.stderr)
+    print(out)
+    return 0
+
+
+def build_session(source: Path, fmt: str, session_dir: Path, name: str, scenario, seed: int,
+                  with_catalog: bool) -> dict:
+    """Fill `session_dir` (to be renamed `name`) as `spillage run` would: log, scenario copy,
+    catalog, meta.json with status `imported`; the import record."""
+    from spillage.audit.session_audit import CATALOG_COPY
+    from spillage.audit.session_audit import SCENARIO_COPY
+    from spillage.origins.catalog import build_catalog
+    from spillage.proxy.capturelog import utc_timestamp
+    from spillage.proxy.imports import write_import_log
+    from spillage.proxy.session import write_meta
+    from spillage.proxy.verify import verify
+    from spillage.proxy.version import SPILLAGE_VERSION
+    from spillage.runner.session_run import catalog_scenarios
+    from spillage.scenarios.dump import scenario_yaml
+
+    started = utc_timestamp()
+    record = write_import_log(source, fmt, session_dir, session_name=name)
+    (session_dir / SCENARIO_COPY).write_text(scenario_yaml(scenario), encoding="utf-8")
+    catalog = None
+    if with_catalog:
+        scenarios, added = catalog_scenarios(scenario)
+        build_catalog(session_dir / CATALOG_COPY, scenarios, seed)
+        catalog = {"file": CATALOG_COPY, "seed": seed, "adds": scenario.id if added else None}
+    check = verify(session_dir)
+    write_meta(session_dir, {
+        "session": name,
+        "spillage": SPILLAGE_VERSION,
+        "status": "imported",
+        "scenario": {"id": scenario.id, "file": scenario.file, "copy": SCENARIO_COPY,
+                     "file_sha256": hashlib.sha256(Path(scenario.file).read_bytes()).hexdigest()},
+        "import": {key: record[key] for key in ("format", "file", "size", "sha256", "counts")},
+        "catalog": catalog,
+        "started": started,
+        "ended": utc_timestamp(),
+        "capture": {"records": check.count, "head": check.head},
+    })
+    return record
+
+
+def cmd_export(args) -> int:
+    from spillage.proxy.capturelog import LOG_NAME
+    from spillage.proxy.capturelog import CaptureError
+    from spillage.proxy.exports import export_session
+    from spillage.proxy.verify import verify
+
+    session, out = Path(args.session), Path(args.out)
+    if not (session / LOG_NAME).is_file():
+        return fail("export", f"{session}: no {LOG_NAME} here; is this a session folder?")
+    check = verify(session)
+    if not check.ok:
+        return fail("export", f"{check.summary().removeprefix('FAIL ')}")
+    if not out.parent.is_dir():
+        return fail("export", f"{out.parent}: no such folder")
+    try:
+        n = export_session(session, args.format, out)
+    except (CaptureError, ValueError) as e:
+        return fail("export", f"{session / LOG_NAME}: {e}")
+    except OSError as e:
+        return fail("export", f"{e.filename or out}: {e.strerror or e}")
+    print(f"spillage: exported {n} exchanges of {session.name} as {args.format}", file=sys.stderr)
+    print(out)
+    return 0
+
+
+def add_commands(sub) -> None:
+    """Add `import` and `export` to the `spillage` parser's subparsers `sub`."""
+    imp = sub.add_parser(
+        "import", help="turn a HAR, mitmproxy flow or pcap file into a session folder",
+        description="Read a capture file (format guessed from its first bytes unless --format) into a new "
+                    "session folder that `spillage verify` and `spillage audit` accept; its log starts with "
+                    "an `import` record naming the file and its SHA-256 (docs/CAPTURE_FILES.md).")
+    imp.add_argument("file", type=Path, help="the capture file")
+    imp.add_argument("--scenario", required=True, help="scenario file or id the traffic is audited against")
+    imp.add_argument("--style", choices=["chat", "email", "generic"], help="style of a persona file")
+    imp.add_argument("--out", required=True, type=Path, help="the new session folder (must not exist)")
+    imp.add_argument("--format", choices=FORMATS, help="the file's format (default: from its first bytes)")
+    imp.add_argument("--seed", type=int, default=0, help="seed of the catalog copied in (default 0)")
+    imp.add_argument("--no-catalog", action="store_true",
+                     help="do not build our sites' catalog into the session (traffic of other sites)")
+    imp.set_defaults(func=cmd_import)
+
+    exp = sub.add_parser(
+        "export", help="write a session's traffic as HAR, mitmproxy flows or pcap",
+        description="Write a session's requests and responses as HAR 1.2, a mitmproxy flow file or a pcap "
+                    "that Wireshark/tshark dissect (docs/CAPTURE_FILES.md). The log is verified first.")
+    exp.add_argument("session", type=Path, help="session folder")
+    exp.add_argument("--format", required=True, choices=FORMATS)
+    exp.add_argument("--out", required=True, type=Path, help="the file to write (replaced atomically)")
+    exp.set_defaults(func=cmd_export)
+
