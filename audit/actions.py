@@ -9,6 +9,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs
+from urllib.parse import unquote
 from urllib.parse import urlsplit
 
 from spillage.audit.model import BEHAVIORAL
@@ -16,7 +17,9 @@ from spillage.audit.model import CONTENT
 from spillage.audit.model import Action
 from spillage.audit.wire import decode_value
 from spillage.audit.wire import texts_of
+from spillage.origins.grammar import path_id
 from spillage.origins.knowledge import SiteProfile
+from spillage.origins.knowledge import profile_for
 
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 FORM_WHAT = {"ask": "ask", "offer": "offer", "checkout": "checkout", "list-add": "add_to_list",
@@ -34,8 +37,8 @@ def normalised_url(url: str) -> str:
 
 
 def product_id(value: str) -> int | str:
-    """A product id as the catalog keys it, or the text sent when it is not a number."""
-    return int(value) if value.isdigit() else value
+    """A product id as the catalog keys it, or the text sent when it is not a number (an ASIN)."""
+    return int(value) if value.isdigit() and str(int(value)) == value else value
 
 
 def header(record: dict, name: str) -> str:
@@ -45,12 +48,14 @@ def header(record: dict, name: str) -> str:
 
 @dataclass
 class Hit:
-    """A first-party request being read: its record, its site, its path and query parameters."""
+    """A request to a site being read: its record, its site, its path and query parameters, and who
+    saw it (the site, or `refused:<host>` when the proxy refused it)."""
 
     record: dict
     profile: SiteProfile
     path: str
     params: dict[str, list[str]]
+    observer: str
 
     def values(self, names) -> list[str]:
         """The non-blank values of the parameters `names`, in order."""
@@ -58,7 +63,7 @@ class Hit:
 
     def action(self, what: str, channel: str, text: str, concepts=(), sent=(), **detail) -> Action:
         return Action("navigate", what, channel, text, self.record["seq"], self.record["url"],
-                      [self.profile.host], detail=detail, concepts=[c for c in concepts if c],
+                      [self.observer], detail=detail, concepts=[c for c in concepts if c],
                       sent=[t for t in sent if t])
 
 
@@ -102,6 +107,13 @@ class ActionBuilder:
         self.scrolling: Action | None = None  # the scroll action that impressions still join
         self.beacon_urls = set(BEACON_URLS)
         self.on_load: dict[str, set[str]] = {}  # page URL → the products and sections in view as it loaded
+        self.sites: dict[str, SiteProfile | None] = {}  # host → its site's profile, as found
+
+    def site(self, host: str | None) -> SiteProfile | None:
+        """The profile of the site at `host` (www.amazon.de is amazon.com), or None."""
+        if host not in self.sites:
+            self.sites[host] = profile_for(self.profiles, host) if host else None
+        return self.sites[host]
 
     def add(self, record: dict) -> None:
         """Take one record; first-party requests, forms, beacons and refused agent requests become actions."""
@@ -129,27 +141,37 @@ class ActionBuilder:
 
     def request(self, record: dict) -> None:
         parts = urlsplit(record["url"])
-        profile = self.profiles.get(parts.hostname or "")
+        profile = self.site(parts.hostname)
         if profile is None or f"{parts.hostname}{parts.path}".lower() in self.beacon_urls:
-            return  # not a site of ours, or an event endpoint: its `beacon` record tells what was seen
+            return  # not a site we know, or an event endpoint: its `beacon` record tells what was seen
         if record["method"] != "GET":
             if header(record, "content-type").split(";")[0].strip().lower() not in FORM_TYPES:
                 self.free_text(record, profile.host, "submit")  # JSON, text, ...: forms come as `form`
             return
-        hit = Hit(record, profile, parts.path, parse_qs(parts.query, keep_blank_values=True))
-        g = profile.grammar
-        if hit.path in g.search_paths:
-            self.listing(hit, next(iter(hit.values([g.category_param])), None))
-        elif m := re.fullmatch(g.category_path, hit.path):
-            self.listing(hit, m.group(1))
-        elif m := re.fullmatch(g.product_path, hit.path):
-            self.product_page(hit, int(m.group(1)))
-        elif m := re.fullmatch(g.section_path, hit.path):
-            self.section_page(hit, m.group(1))
-        elif hit.path == g.suggest_path:
-            self.suggest(hit)
-        elif parts.query:
+        if not self.page(self.hit(record, parts, profile, profile.host)) and parts.query:
             self.free_text(record, profile.host, "navigate")
+
+    @staticmethod
+    def hit(record: dict, parts, profile: SiteProfile, observer: str) -> Hit:
+        return Hit(record, profile, parts.path or "/", parse_qs(parts.query, keep_blank_values=True), observer)
+
+    def page(self, hit: Hit) -> bool:
+        """Read a GET by its site's grammar; whether it is a page the grammar knows."""
+        g = hit.profile.grammar
+        if g.is_search(hit.path):
+            category = next(iter(hit.values([g.category_param])), None)
+            self.listing(hit, None if category in g.all_categories else category)
+        elif m := re.fullmatch(g.category_path, hit.path):
+            self.listing(hit, path_id(m))
+        elif m := re.fullmatch(g.product_path, hit.path):
+            self.product_page(hit, product_id(path_id(m)), m.groupdict().get("title"))
+        elif m := re.fullmatch(g.section_path, hit.path):
+            self.section_page(hit, path_id(m))
+        elif re.fullmatch(g.suggest_path, hit.path):
+            self.suggest(hit)
+        else:
+            return False
+        return True
 
     def words_sent(self, record: dict) -> list[str]:
         """The decoded texts a request carried that hold words (not bare numbers or ids)."""
@@ -163,8 +185,14 @@ class ActionBuilder:
                              record["seq"], record["url"], [observer], sent=sent))
 
     def refused(self, record: dict) -> None:
-        """An agent request the proxy refused: its host would have seen it (a search engine, say)."""
-        host = record.get("host") or urlsplit(record["url"]).hostname or ""
+        """An agent request the proxy refused: its host would have seen it (a search engine, say).
+        A page of a site we have a profile for (a search on amazon.com over plain HTTP) is read as
+        that page, observed by the refused host; anything else is a `navigate`."""
+        parts = urlsplit(record["url"])
+        host = record.get("host") or parts.hostname or ""
+        profile = self.site(host) if record["method"] == "GET" else None
+        if profile is not None and self.page(self.hit(record, parts, profile, REFUSED + host)):
+            return
         sent = self.words_sent(record)
         self.emit(Action("navigate", "navigate", CONTENT if sent else BEHAVIORAL, " | ".join(sent)[:500] or host,
                          record["seq"], record["url"], [REFUSED + host], sent=sent,
@@ -175,7 +203,7 @@ class ActionBuilder:
         a dropped one an unfilter; a new sort order a sort; another page a paginate."""
         p, g = hit.profile, hit.profile.grammar
         query = " ".join(hit.values(g.query_params))
-        facets = frozenset(hit.values(g.facet_params))
+        facets = frozenset(g.facets(hit.params))
         sort = " ".join(hit.values([g.sort_param]))
         page = " ".join(hit.values([g.page_param])) or "1"
         before = self.swap((p.host, hit.path), (query, category, facets, sort, page))
@@ -189,12 +217,12 @@ class ActionBuilder:
                                  category=category))
         for slug in sorted(facets - b_facets):
             facet = p.facets.get(slug)
-            self.emit(hit.action("filter", BEHAVIORAL, facet.label if facet else slug,
+            self.emit(hit.action("filter", BEHAVIORAL, facet.label if facet else g.facet_label(slug),
                                  [facet.concept] if facet else [], facet=slug))
         same_search = before is not None and query == b_query  # a new query starts afresh
         for slug in sorted(b_facets - facets) if same_search else ():
             facet = p.facets.get(slug)
-            self.emit(hit.action("unfilter", BEHAVIORAL, facet.label if facet else slug, facet=slug))
+            self.emit(hit.action("unfilter", BEHAVIORAL, facet.label if facet else g.facet_label(slug), facet=slug))
         if same_search and sort != b_sort:
             self.emit(hit.action("sort", BEHAVIORAL, sort or "default", sort=sort))
         if before and page != b_page and (query, category, facets, sort) == (b_query, b_category, b_facets, b_sort):
@@ -203,12 +231,14 @@ class ActionBuilder:
     def decoded(self, text: str) -> list[str]:
         return [t for t in decode_value(text) if t]
 
-    def product_page(self, hit: Hit, pid: int) -> None:
-        """A product page is a view unless it is the product last viewed; text searched on it is a search."""
+    def product_page(self, hit: Hit, pid: int | str, title: str | None = None) -> None:
+        """A product page is a view unless it is the product last viewed; text searched on it is a search.
+        A product the catalog does not know is labelled by the title in its URL, if any."""
         p = hit.profile
         if self.swap((p.host, "product"), pid) != pid:
             product = p.products.get(pid)
-            self.emit(hit.action("view_product", BEHAVIORAL, product.title if product else f"product {pid}",
+            label = product.title if product else unquote(title or "").replace("-", " ")
+            self.emit(hit.action("view_product", BEHAVIORAL, label or f"product {pid}",
                                  product.concepts if product else (), product=pid))
         text = " ".join(hit.values(p.grammar.product_query_params))
         if text and self.swap((p.host, hit.path), text) != text:
@@ -260,14 +290,14 @@ class ActionBuilder:
 
     def form(self, record: dict) -> None:
         parts = urlsplit(record["url"])
-        profile = self.profiles.get(parts.hostname or "")
+        profile = self.site(parts.hostname)
         if profile is None:
             return
         g = profile.grammar
         given = dict(record["fields"])
         base = dict(seq=record["request"], url=record["url"], observers=[profile.host],
                     evidence=[record["request"], record["seq"]])
-        if parts.path == g.cart_add_path:
+        if re.fullmatch(g.cart_add_path, parts.path):
             pid = product_id(given.get(g.product_field, ""))
             product = profile.products.get(pid) if isinstance(pid, int) else None
             self.emit(Action("submit", "add_to_cart", BEHAVIORAL, product.title if product else str(pid),
@@ -336,7 +366,7 @@ class ActionBuilder:
         """Scroll depth and impressions of one page, until another action comes between, are one scroll;
         an item already in view when the page loaded is marked `initial`."""
         page = str(data.get("page", ""))
-        profile = self.profiles.get(urlsplit(page).hostname or "")
+        profile = self.site(urlsplit(page).hostname)
         items = [i for i in data.get("items") or () if isinstance(i, dict)]
         items += [{"kind": "product", "id": str(pid), "ms": 0} for pid in data.get("products") or ()]
         items += [{"kind": "product" if str(v).isdigit() else "section", "id": str(v), "ms": 0}

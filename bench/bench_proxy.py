@@ -49,6 +49,16 @@ def requests_per_second(proxy_url: str, host: str, paths: list[str], count: int)
     return count / seconds
 
 
+def bare_mitmdump_rate(tmp: Path, ca, origin: str, paths: list[str], count: int) -> float:
+    """The anchor: requests per second through a bare mitmdump (no addons) to `origin`, after a warm-up."""
+    argv = [str(mitmdump_path()), "--listen-host", "127.0.0.1", "--listen-port", "0",
+            "--set", f"confdir={ca.confdir}", "--set", "flow_detail=0"]
+    with Child("bare mitmdump", argv, BARE_READY, tmp / "bare.log") as bare:
+        url = "http://" + bare.match.group(1)
+        requests_per_second(url, origin, paths, 20)
+        return requests_per_second(url, origin, paths, count)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=400)
@@ -60,12 +70,7 @@ def main() -> None:
                    tmp / "origins.log") as origins:
             origin = origins.match.group(1).removeprefix("http://")
             paths = shop_paths(Catalog(tmp / "catalog.sqlite"))
-            bare_argv = [str(mitmdump_path()), "--listen-host", "127.0.0.1", "--listen-port", "0",
-                         "--set", f"confdir={ca.confdir}", "--set", "flow_detail=0"]
-            with Child("bare mitmdump", bare_argv, BARE_READY, tmp / "bare.log") as bare:
-                bare_url = "http://" + bare.match.group(1)
-                requests_per_second(bare_url, origin, paths, 20)  # warm up
-                anchor = requests_per_second(bare_url, origin, paths, args.requests)
+            anchor = bare_mitmdump_rate(tmp, ca, origin, paths, args.requests)
             session = tmp / "session"
             session.mkdir()
             ours_argv = mitmdump_command(ca, origin, session)

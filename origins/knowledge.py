@@ -1,68 +1,27 @@
 """What each site knows about itself, for the auditor: its URL grammar and its catalog's facts.
 
 `knowledge_json` exports both from a catalog file (the format is in docs/KNOWLEDGE.md);
-`profiles` reads such an export back as one `SiteProfile` per host.
+`profiles` reads such an export back as one `SiteProfile` per host, adding a grammar-only
+profile for every other site with a profile file (amazon.com, ebay.com, a user's own).
 """
 
 import functools
-import re
 import tempfile
 from dataclasses import asdict
 from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
 from .catalog import Catalog
 from .catalog import build_catalog
+from .grammar import Grammar
+from .grammar import load_grammars
+
+CATALOG_SITES = ("shop.test", "bazaar.test")  # the sites our catalog holds facts for
+GRAMMARS = load_grammars()  # the shipped site profiles (spillage/audit/profiles/*.yaml), by host
 
 FORMAT = "spillage-knowledge"
 VERSION = 1
-
-
-@dataclass(frozen=True)
-class Grammar:
-    """Where a site puts what a visitor says and chooses. Patterns match a whole path; group 1 is
-    the category, section or product they name."""
-
-    search_paths: tuple[str, ...]
-    query_params: tuple[str, ...]        # the search text
-    facet_params: tuple[str, ...]        # facet slugs, repeated
-    category_param: str                  # a category slug on a search page
-    category_path: str                   # a department page
-    section_path: str                    # a themed collection, best sellers, deals
-    product_path: str
-    product_query_params: tuple[str, ...]  # text searched on a product page (its reviews)
-    suggest_path: str
-    suggest_param: str
-    cart_add_path: str
-    product_field: str                   # the form field naming a product
-    forms: dict[str, str]                # other form endpoints: name → path pattern
-    sort_param: str = ""                 # the sort order of a listing
-    page_param: str = ""                 # the page number of a listing
-
-    def form(self, path: str) -> tuple[str, str | None] | None:
-        """(name, product id in the path or None) of a known form endpoint, else None."""
-        for name, pattern in self.forms.items():
-            if m := re.fullmatch(pattern, path):
-                return name, m.group(1) if m.groups() else None
-        return None
-
-
-GRAMMARS = {
-    "shop.test": Grammar(
-        search_paths=("/s",), query_params=("k",), facet_params=("f",), category_param="i",
-        category_path=r"/c/([^/]+)", section_path=r"/b/([^/]+)", product_path=r"/p/(\d+)",
-        product_query_params=("review_kw",), suggest_path="/suggest", suggest_param="q",
-        cart_add_path="/cart/add", product_field="product_id",
-        forms={"ask": r"/p/(\d+)/ask", "cart-remove": "/cart/remove", "list-add": "/list/add",
-               "checkout": "/checkout"}, sort_param="sort", page_param="page"),
-    "bazaar.test": Grammar(
-        search_paths=("/sch/",), query_params=("_nkw",), facet_params=("_aspect", "LH_ItemCondition"),
-        category_param="_sacat", category_path=r"/b/([^/]+)", section_path=r"/e/([^/]+)",
-        product_path=r"/itm/(\d+)", product_query_params=(), suggest_path="/autosug", suggest_param="q",
-        cart_add_path="/cart/add", product_field="item_id",
-        forms={"offer": r"/itm/(\d+)/offer", "ask": r"/itm/(\d+)/ask", "watch": "/watch",
-               "cart-remove": "/cart/remove", "checkout": "/checkout"}, sort_param="_sop", page_param="_pgn"),
-}
 
 
 @dataclass(frozen=True)
@@ -110,7 +69,7 @@ def knowledge_json(catalog_path) -> dict:
     """Both sites' grammar and catalog facts as a JSON-ready dict (docs/KNOWLEDGE.md)."""
     catalog = Catalog(catalog_path)
     return {"format": FORMAT, "version": VERSION, "catalog": catalog.meta(),
-            "sites": {host: _site_json(catalog, host) for host in GRAMMARS}}
+            "sites": {host: _site_json(catalog, host) for host in CATALOG_SITES}}
 
 
 def _site_json(catalog: Catalog, host: str) -> dict:
@@ -133,10 +92,18 @@ def _site_json(catalog: Catalog, host: str) -> dict:
 
 
 def profiles(knowledge: dict) -> dict[str, SiteProfile]:
-    """The profiles by host of a `knowledge_json` export (also after a trip through JSON)."""
+    """The profiles by host of a `knowledge_json` export (also after a trip through JSON), and a
+    grammar-only profile for every other site with a shipped profile file."""
     if (knowledge.get("format"), knowledge.get("version")) != (FORMAT, VERSION):
         raise ValueError(f"not a {FORMAT} version {VERSION} export")
-    return {host: _profile(host, site) for host, site in knowledge["sites"].items()}
+    found = {host: _profile(host, site) for host, site in knowledge["sites"].items()}
+    return {**found, **{host: grammar_profile(host, g) for host, g in GRAMMARS.items() if host not in found}}
+
+
+def grammar_profile(host: str, grammar: Grammar) -> SiteProfile:
+    """The profile of a site we know only by its URL grammar (no catalog: no facets, sections, products)."""
+    return SiteProfile(host=host, grammar=grammar, categories=dict(grammar.category_labels),
+                       facets={}, sections={}, products={})
 
 
 def _profile(host: str, site: dict) -> SiteProfile:
@@ -162,6 +129,19 @@ def _benchmark_knowledge() -> dict:
         return knowledge_json(path)
 
 
-def site_profiles(catalog_path=None) -> dict[str, SiteProfile]:
-    """Profiles by host, from `catalog_path` or from the benchmark's catalog (seed 0, built once per process)."""
-    return profiles(knowledge_json(catalog_path) if catalog_path is not None else _benchmark_knowledge())
+def site_profiles(catalog_path=None, profile_dirs=()) -> dict[str, SiteProfile]:
+    """Profiles by host, from `catalog_path` or from the benchmark's catalog (seed 0, built once per
+    process), with the sites of the profile files in `profile_dirs` added (one for a site already
+    known replaces its grammar, keeping its catalog facts). ProfileError for a bad profile file."""
+    found = profiles(knowledge_json(catalog_path) if catalog_path is not None else _benchmark_knowledge())
+    for host, grammar in load_grammars(profile_dirs, shipped=False).items():
+        known = found.get(host)
+        found[host] = grammar_profile(host, grammar) if known is None else replace(
+            known, grammar=grammar, categories={**grammar.category_labels, **known.categories})
+    return found
+
+
+def profile_for(sites: dict[str, SiteProfile], host: str) -> SiteProfile | None:
+    """The profile of the site at `host`: by its name, else the first whose host patterns match."""
+    host = host.lower()
+    return sites.get(host) or next((p for p in sites.values() if p.grammar.answers(host)), None)

@@ -1,5 +1,7 @@
 """The servers a session needs: origins and the capturing proxy, started and stopped together."""
 
+import shutil
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -33,14 +35,17 @@ class Stack:
     """Origins + proxy for one session folder. `with Stack(...) as s:` then use `s.proxy_url`.
 
     The catalog the origins serve is built into the session folder first, from `scenarios`
-    (default: the benchmark's) with `seed`, so the audit later reads the very site the agent saw."""
+    (default: the benchmark's) with `seed`, so the audit later reads the very site the agent saw;
+    or it is a copy of `catalog`, an existing catalog file (a replay serves the original's)."""
 
     session_dir: Path
     ca: CertAuthority
     scenarios: list | None = None
     seed: int = 0
+    catalog: Path | None = None
     proxy_port: int = 0
     inline_limit: int | None = None
+    model_hosts: tuple[str, ...] = ()  # model endpoints the proxy lets through (--model-via-proxy)
     log: Callable[[str], None] = print
     origin_url: str = ""
     proxy_url: str = ""
@@ -48,13 +53,17 @@ class Stack:
 
     def __enter__(self) -> "Stack":
         catalog = self.session_dir / CATALOG_COPY
-        build_catalog(catalog, self.scenarios, self.seed)
+        if self.catalog is not None:
+            shutil.copyfile(self.catalog, catalog)
+        else:
+            build_catalog(catalog, self.scenarios, self.seed)
         self.origins = Child("origins", origins_command(catalog, built=True),
                              ORIGINS_READY, self.session_dir / "origins.log")
         self.origin_url = self.origins.start().group(1)
         self.log(f"origins on {self.origin_url}")
         origin = self.origin_url.removeprefix("http://")
-        argv = mitmdump_command(self.ca, origin, self.session_dir, self.proxy_port, self.inline_limit)
+        argv = mitmdump_command(self.ca, origin, self.session_dir, self.proxy_port, self.inline_limit,
+                                self.model_hosts)
         self.proxy = Child("proxy", argv, PROXY_READY, self.session_dir / "proxy.log")
         try:
             self.proxy_url = self.proxy.start().group(1)
@@ -83,9 +92,17 @@ class Stack:
 
 
 def wait_for_interrupt() -> None:
-    """Block until Ctrl-C."""
+    """Block until Ctrl-C or SIGTERM (also when started in the background, where SIGINT may be ignored)."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
         pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
