@@ -1,0 +1,89 @@
+"""`spillage report` (a batch's tables, plots and comparisons) and `spillage inspect` (one session's
+timeline, in the terminal or as a page)."""
+
+import sys
+from pathlib import Path
+
+from spillage.reports.sessions import DEFAULT_KEYS
+from spillage.reports.sessions import KEYS
+from spillage.reports.stats import DEFAULT_SEED
+from spillage.reports.stats import RESAMPLES
+
+
+def fail(message: str) -> int:
+    print(f"spillage: {message}", file=sys.stderr)
+    return 2
+
+
+def grouping_keys(text: str) -> tuple[str, ...]:
+    keys = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in keys if k not in KEYS]
+    if not keys or unknown:
+        raise ValueError(f"--by {text!r}: keys must be among {', '.join(KEYS)}")
+    return keys
+
+
+def cmd_report(args) -> int:
+    from spillage.reports.batch_report import ReportOptions
+    from spillage.reports.batch_report import write_batch_report
+    from spillage.reports.sessions import ReportError
+    from spillage.reports.sessions import load_batch
+
+    try:
+        by = grouping_keys(args.by)
+        batch = load_batch(args.runs, args.include_unverified, bar=not args.quiet)
+        write_batch_report(batch, args.out, ReportOptions(by, args.seed, tuple(args.compare or ()) or None, args.png))
+    except (ReportError, ValueError) as e:
+        return fail(str(e))
+    for name, why in batch.excluded:
+        print(f"spillage: excluded {name}: {why}", file=sys.stderr)
+    print(f"spillage: {len(batch.sessions)} sessions reported, {len(batch.excluded)} excluded", file=sys.stderr)
+    print(args.out / "report.md")
+    return 0
+
+
+def cmd_inspect(args) -> int:
+    from spillage.reports.inspect_html import timeline_html
+    from spillage.reports.inspect_text import timeline_text
+    from spillage.reports.timeline import InspectError
+    from spillage.reports.timeline import load_timeline
+
+    try:
+        timeline = load_timeline(args.session)
+    except InspectError as e:
+        return fail(str(e))
+    if args.html:
+        args.html.write_text(timeline_html(timeline), encoding="utf-8")
+        print(args.html)
+    else:
+        print(timeline_text(timeline, colour=sys.stdout.isatty()))
+    return 0 if timeline.check.ok else 1
+
+
+def add_commands(sub) -> None:
+    """Add `report` and `inspect` to the `spillage` parser's subparsers `sub`."""
+    report = sub.add_parser(
+        "report", help="tables with bootstrap CIs, plots and comparisons over audited sessions (docs/REPORTS.md)",
+        description="Read the audit.json of every session below RUNS and write report.md, report.html, "
+                    "tables.csv, sessions.csv, events.parquet and plots/ into --out.")
+    report.add_argument("runs", nargs="+", type=Path, metavar="RUNS", help="session folders or folders of sessions")
+    report.add_argument("--out", type=Path, required=True, help="folder for the report files")
+    report.add_argument("--by", default=",".join(DEFAULT_KEYS),
+                        help=f"grouping keys, comma-separated, among {', '.join(KEYS)} (default %(default)s)")
+    report.add_argument("--compare", nargs=2, metavar=("KEY=A", "KEY=B"),
+                        help="compare two values of one key per group, e.g. prompt=original prompt=sanitized")
+    report.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                        help=f"bootstrap seed ({RESAMPLES:,} resamples; default %(default)s)")
+    report.add_argument("--include-unverified", action="store_true",
+                        help="count sessions whose capture failed verification (flagged in the tables)")
+    report.add_argument("--png", action="store_true", help="also render the plots as PNG with headless Chromium")
+    report.add_argument("--quiet", action="store_true", help="no progress bar")
+    report.set_defaults(func=cmd_report)
+
+    inspect = sub.add_parser(
+        "inspect", help="one session's timeline: actions, leaks with the matched text, the records they rest on",
+        description="Print a session's timeline (chain verification first); --html writes it as one page. "
+                    "Exit 1 when the capture fails verification.")
+    inspect.add_argument("session", type=Path, help="a session folder")
+    inspect.add_argument("--html", type=Path, metavar="FILE", help="write a self-contained HTML page instead")
+    inspect.set_defaults(func=cmd_inspect)

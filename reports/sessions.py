@@ -1,0 +1,156 @@
+"""Read the audited sessions of a batch: one row of counts per session, one row per leak event, and
+the sessions that cannot be counted, each with its reason."""
+
+import json
+import sys
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+
+import yaml
+
+from spillage.audit.model import CATEGORIES
+from spillage.audit.model import FIRST_PARTY
+from spillage.audit.model import THIRD_PARTY
+from spillage.audit.session_audit import FORMAT
+from spillage.audit.session_audit import REPORT_NAME
+from spillage.audit.session_audit import SCENARIO_COPY
+from spillage.proxy.verify import META_NAME
+
+# What a session can be grouped or compared by, and where each value comes from.
+KEYS = ("framework", "model", "site", "style", "scenario", "prompt", "note")
+DEFAULT_KEYS = ("framework", "model", "site", "style")
+NO_NOTE = UNKNOWN = "-"
+
+
+class ReportError(RuntimeError):
+    """The report cannot be made (no sessions, a bad option); one line for the user."""
+
+
+@dataclass
+class Batch:
+    """What a batch report is made of: counts per session, events, and the sessions left out."""
+
+    sessions: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
+    excluded: list[tuple[str, str]] = field(default_factory=list)  # (session folder, reason)
+
+
+def load_batch(paths: list[Path], include_unverified: bool = False, bar: bool = True) -> Batch:
+    """Every session below `paths`: its audit's counts and events, or why it is excluded.
+
+    A session whose audit.json is missing, unreadable or not an audit, whose meta.json or scenario
+    copy is missing, or whose capture failed verification (unless `include_unverified`) is excluded
+    with its reason. Sessions come in folder-name order, so a report does not depend on the disk; a
+    session is named by its folder's name, or by its path when two folders share a name."""
+    # Imported here: audit.batch binds sys.stderr when first imported, which must not be at collection time.
+    from spillage.audit.batch import ProgressBar
+    from spillage.audit.batch import find_sessions
+
+    try:
+        folders = sorted(find_sessions(paths), key=lambda p: (p.name, str(p)))
+    except RuntimeError as e:
+        raise ReportError(str(e)) from e
+    names = [f.name for f in folders]
+    unique = len(set(names)) == len(names)  # two batches of one matrix repeat their session names
+    batch = Batch()
+    progress = ProgressBar(len(folders), sys.stderr, what="report") if bar and folders else None
+    for folder in folders:
+        name = folder.name if unique else str(folder)
+        try:
+            session, events = read_session(folder, name)
+        except SessionSkipped as e:
+            batch.excluded.append((name, str(e)))
+        else:
+            if session["verified"] or include_unverified:
+                batch.sessions.append(session)
+                batch.events.extend(events)
+            else:
+                batch.excluded.append((name, "capture failed verification (audited up to the damage)"))
+        progress and progress.step()
+    return batch
+
+
+class SessionSkipped(Exception):
+    """Why one session cannot be counted."""
+
+
+def read_session(folder: Path, name: str) -> tuple[dict, list[dict]]:
+    """The counts row and the event rows of one audited session, named `name`; SessionSkipped says why not."""
+    audit = read_json(folder / REPORT_NAME, "no audit.json (run `spillage audit`)")
+    meta = read_json(folder / META_NAME, "no meta.json")
+    if not isinstance(audit, dict) or audit.get("format") != FORMAT:
+        raise SessionSkipped(f"{REPORT_NAME} is not a spillage audit")
+    if not isinstance(meta, dict):
+        raise SessionSkipped(f"{META_NAME} is not a JSON object")
+    try:
+        keys = session_keys(folder, audit, meta)
+        row = {"session": name, **keys, **session_counts(audit)}
+        events = [{"session": name, **keys, **event_row(e, audit["actions"][e["action"] - 1])}
+                  for e in audit["events"]]
+    except (KeyError, TypeError, IndexError, AttributeError) as e:
+        raise SessionSkipped(f"{REPORT_NAME} is malformed ({type(e).__name__}: {e})") from e
+    return row, events
+
+
+def read_json(path: Path, missing: str):
+    if not path.is_file():
+        raise SessionSkipped(missing)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SessionSkipped(f"{path.name} is unreadable ({e})") from e
+
+
+def session_keys(folder: Path, audit: dict, meta: dict) -> dict:
+    """The grouping values of a session: framework and model and condition from meta.json, site and
+    scenario from the audit, style from the scenario copy the session keeps. A session imported from
+    a file (`spillage import`) has framework `imported`; what meta.json does not say is `-`."""
+    condition, agent = meta.get("condition") or {}, meta.get("agent") or {}
+    return {
+        "framework": agent.get("framework") or ("imported" if "import" in meta else UNKNOWN),
+        "model": agent.get("model") or agent.get("label") or UNKNOWN,
+        "site": audit["site"],
+        "style": scenario_style(folder),
+        "scenario": audit["scenario"],
+        "prompt": condition.get("prompt", "original"),
+        "note": condition.get("system_note") or NO_NOTE,
+    }
+
+
+def scenario_style(folder: Path) -> str:
+    path = folder / SCENARIO_COPY
+    try:
+        scenario = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, yaml.YAMLError) as e:
+        raise SessionSkipped(f"{SCENARIO_COPY} is missing or unreadable ({type(e).__name__})") from e
+    if not isinstance(scenario, dict) or not scenario.get("style"):
+        raise SessionSkipped(f"{SCENARIO_COPY} has no style")
+    return str(scenario["style"])
+
+
+def session_counts(audit: dict) -> dict:
+    """The numbers the batch statistics pool: actions, occurrences, success, recovered attributes."""
+    summary, recovered = audit["summary"], audit["recoveries"]
+    parties = [set(a["parties"]) for a in recovered["attributes"]]
+    return {
+        "verified": bool(audit["capture"]["verified"]),
+        "actions": int(summary["actions"]),
+        **{c: int(summary["occurrences"][c]) for c in CATEGORIES},
+        "task_success": int(bool(summary["task_success"])),
+        "irrelevant": int(recovered["total"]),
+        "recovered": int(recovered["recovered"]),
+        "recovered_first_party": sum(FIRST_PARTY in p for p in parties),
+        "recovered_third_party": sum(THIRD_PARTY in p for p in parties),
+    }
+
+
+def event_row(event: dict, action: dict) -> dict:
+    """One leak event with the action it belongs to, flat for a table."""
+    return {
+        "category": event["category"], "attribute": event["attribute"], "class": event["class"],
+        "action": event["action"], "what": action["what"], "channel": action["channel"],
+        "text": action["text"], "matched": event["matched"], "seq": event["seq"],
+        "observers": ";".join(event["observers"]), "judge": event["judge"],
+        "confidence": float(event["confidence"]),
+    }

@@ -1,0 +1,250 @@
+"""`spillage report` on synthetic audits with known counts: every number of the tables, the CIs,
+reproducibility, excluded sessions, comparisons, and the files' shapes."""
+
+import json
+import math
+import re
+
+import jsonschema
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import bootstrap
+
+from report_helpers import write_audited_session
+from spillage.audit.session_audit import SCHEMA_PATH
+from spillage.reports.sessions import load_batch
+from spillage.runner.cli import main
+
+OUTPUTS = ("report.md", "report.html", "tables.csv", "sessions.csv", "events.parquet", "plots/occurrences.svg",
+           "plots/or.svg", "plots/success_vs_or.svg")
+G1 = ("browser-use", "scripted:a", "shop.test", "chat")
+G2 = ("autogen", "scripted:b", "bazaar.test", "email")
+G3 = ("browser-use", "scripted:a", "shop.test", "generic")
+
+
+def keys(group, prompt="original"):
+    framework, model, site, style = group
+    return dict(framework=framework, model=model, site=site, style=style, prompt=prompt)
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """Three groups (three sessions, one session, two identical sessions) and three bad sessions."""
+    root = tmp_path / "runs"
+    write_audited_session(root, "s1", **keys(G1), actions=10, occurrences={"C_E": 2, "B_E": 1},
+                          recovered=[{"first-party"}, {"first-party", "third-party"}])
+    write_audited_session(root, "s2", **keys(G1), actions=20, occurrences={"C_I": 1, "B_E": 3, "B_I": 2},
+                          success=False, recovered=[{"third-party"}])
+    write_audited_session(root, "s3", **keys(G1), actions=10, occurrences={"C_E": 1})
+    write_audited_session(root, "s4", **keys(G2), actions=8, occurrences={"B_I": 2}, irrelevant=4,
+                          recovered=[{"third-party"}])
+    for name in ("s5", "s6"):
+        write_audited_session(root, name, **keys(G3), actions=5, occurrences={"C_E": 1}, recovered=[{"first-party"}])
+    write_audited_session(root, "x-garbage", **keys(G1)).joinpath("audit.json").write_text("{not json")
+    write_audited_session(root, "x-missing", **keys(G1)).joinpath("audit.json").unlink()
+    write_audited_session(root, "x-unverified", **keys(G1), occurrences={"C_E": 9}, verified=False)
+    return root
+
+
+def report(runs, out, *extra):
+    assert main(["report", str(runs), "--out", str(out), "--quiet", *extra]) == 0
+    return pd.read_csv(out / "tables.csv", keep_default_na=False, na_values=[""]), (out / "report.md").read_text()
+
+
+def row(table, group):
+    framework, model, site, style = group
+    found = table[(table["framework"] == framework) & (table["model"] == model) & (table["site"] == site)
+                  & (table["style"] == style)]
+    assert len(found) == 1
+    return found.iloc[0]
+
+
+def test_synthetic_audit_has_the_real_schema(tmp_path):
+    folder = write_audited_session(tmp_path, "s", occurrences={"C_E": 2, "B_I": 1}, recovered=[{"first-party"}])
+    schema = json.loads(SCHEMA_PATH.read_text())
+    jsonschema.validate(json.loads((folder / "audit.json").read_text()), schema)
+
+
+def test_every_count_and_rate_of_a_group(runs, tmp_path):
+    table, md = report(runs, tmp_path / "out")
+    g1 = row(table, G1)
+    assert (g1.sessions, g1.unverified, g1.actions, g1.C_E, g1.C_I, g1.B_E, g1.B_I) == (3, 0, 40, 3, 1, 4, 2)
+    expected = {"or_C_E": 3 / 40, "or_C_I": 1 / 40, "or_B_E": 4 / 40, "or_B_I": 2 / 40, "or_all": 10 / 40,
+                "behavioral_content": 6 / 4, "task_success": 2 / 3, "recovery": 3 / 15,
+                "recovery_first_party": 2 / 15, "recovery_third_party": 2 / 15}
+    for name, value in expected.items():
+        assert g1[name] == pytest.approx(value, rel=1e-12), name
+    assert ("| browser-use | scripted:a | shop.test | chat | 3 | 40 | 3 | 1 | 4 | 2 | 0.075 [" in md)
+    cells = re.search(r"\| browser-use \| scripted:a \| shop.test \| chat \| 3 \| (.*) \|\n", md.split("## Task")[1])[1]
+    assert [c.split(" [")[0] for c in cells.split(" | ")] == ["0.667", "0.200", "0.133", "0.133"]
+    g2 = row(table, G2)
+    assert (g2.sessions, g2.actions, g2.B_I, g2.or_B_I, g2.recovery_third_party) == (1, 8, 2, 0.25, 0.25)
+    assert math.isnan(g2.behavioral_content)  # no content occurrences: 2 / 0 is undefined
+
+
+def test_ci_is_the_percentile_bootstrap_of_the_pooled_ratio(runs, tmp_path):
+    table, _ = report(runs, tmp_path / "out")
+    occurrences, actions = np.array([3.0, 6.0, 1.0]), np.array([10.0, 20.0, 10.0])
+    ci = bootstrap((np.arange(3),), lambda i, axis=-1: occurrences[i].sum(axis) / actions[i].sum(axis),
+                   n_resamples=10_000, method="percentile", vectorized=True, rng=np.random.default_rng(0)
+                   ).confidence_interval
+    g1 = row(table, G1)
+    assert (g1.or_all_low, g1.or_all_high) == pytest.approx((ci.low, ci.high), rel=1e-12)
+
+
+def test_each_ci_contains_its_estimate(runs, tmp_path):
+    table, _ = report(runs, tmp_path / "out")
+    names = [c[:-4] for c in table.columns if c.endswith("_low")]
+    checked = 0
+    for _, r in table.iterrows():
+        for name in names:
+            if not math.isnan(r[f"{name}_low"]):
+                assert r[f"{name}_low"] <= r[name] <= r[f"{name}_high"], (name, r[name])
+                checked += 1
+    assert checked >= 15
+
+
+def test_one_session_and_zero_variance_groups_say_so(runs, tmp_path):
+    table, md = report(runs, tmp_path / "out")
+    g2, g3 = row(table, G2), row(table, G3)
+    assert math.isnan(g2.or_all_low) and g2.or_all_note == "one session: no CI"
+    assert "| autogen | scripted:b | bazaar.test | email | 1 | 8 | 0 | 0 | 0 | 2 | 0.000 [no CI]" in md
+    assert "- autogen / scripted:b / bazaar.test / email: all rates: one session: no CI" in md
+    assert (g3.or_C_E, g3.or_C_E_low, g3.or_C_E_high) == (0.2, 0.2, 0.2)
+    assert "0.200 [0.200, 0.200]" in md and "a CI of [v, v] means every resample gave the same value" in md
+
+
+def test_same_seed_same_bytes_other_seed_other_cis(runs, tmp_path):
+    for i in range(8):
+        write_audited_session(runs, f"v{i}", model="scripted:varied", actions=10 + i, occurrences={"C_E": i})
+    report(runs, tmp_path / "a")
+    report(runs, tmp_path / "b")
+    for name in OUTPUTS:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    report(runs, tmp_path / "c", "--seed", "7")
+    assert (tmp_path / "c" / "tables.csv").read_bytes() != (tmp_path / "a" / "tables.csv").read_bytes()
+    assert "seed 7" in (tmp_path / "c" / "report.md").read_text()
+
+
+def test_bad_sessions_are_listed_never_dropped(runs, tmp_path):
+    _, md = report(runs, tmp_path / "out")
+    excluded = md.split("## Excluded sessions")[1]
+    assert "- x-garbage: audit.json is unreadable" in excluded
+    assert "- x-missing: no audit.json (run `spillage audit`)" in excluded
+    assert "- x-unverified: capture failed verification" in excluded
+    assert md.startswith("# Spillage batch report\n\n6 sessions, 3 excluded")
+
+
+def test_unverified_sessions_included_on_request_are_flagged(runs, tmp_path):
+    table, md = report(runs, tmp_path / "out", "--include-unverified")
+    g1 = row(table, G1)
+    assert (g1.sessions, g1.unverified, g1.C_E) == (4, 1, 12)
+    assert "| browser-use | scripted:a | shop.test | chat | 4 (1†) |" in md
+    assert "† marks sessions whose capture failed verification" in md
+
+
+def test_compare_two_prompts_per_group(tmp_path):
+    root = tmp_path / "runs"
+    for i, (a, b) in enumerate([(4, 1), (2, 1), (3, 0)]):
+        write_audited_session(root, f"o{i}", prompt="original", actions=10, occurrences={"C_E": a})
+        write_audited_session(root, f"s{i}", prompt="sanitized", actions=10, occurrences={"C_E": b})
+    write_audited_session(root, "lonely", model="scripted:z", prompt="original", actions=10)
+    out = tmp_path / "out"
+    assert main(["report", str(root), "--out", str(out), "--quiet", "--compare", "prompt=original",
+                 "prompt=sanitized"]) == 0
+    compared = pd.read_csv(out / "compare.csv", keep_default_na=False, na_values=[""])
+    c_e = compared[compared.metric == "or_C_E"].iloc[0]
+    assert (c_e.sessions_a, c_e.sessions_b) == (3, 3)
+    assert (c_e.a, c_e.b, c_e.difference) == pytest.approx((0.3, 0.0667, -0.2333), abs=1e-4)
+    assert c_e.difference_low <= c_e.difference <= c_e.difference_high < 0
+    md = (out / "report.md").read_text()
+    assert "## Comparison: prompt=original against prompt=sanitized" in md
+    assert "| OR C_E | 0.300 | 0.067 | -0.233 | [" in md
+    assert "browser-use / scripted:z / shop.test / chat only with prompt=original" in md
+
+
+def test_events_parquet_holds_every_event(runs, tmp_path):
+    report(runs, tmp_path / "out")
+    events = pd.read_parquet(tmp_path / "out" / "events.parquet")
+    assert len(events) == 3 + 6 + 1 + 2 + 2
+    assert events.groupby("category").size().to_dict() == {"B_E": 4, "B_I": 4, "C_E": 5, "C_I": 1}
+    assert set(events.session) == {"s1", "s2", "s3", "s4", "s5", "s6"}
+
+
+def test_html_is_one_self_contained_file(runs, tmp_path):
+    report(runs, tmp_path / "out")
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert page.count("<svg") == 3 and "<table>" in page and "<script" not in page
+    assert not re.search(r"""\b(src|href)\s*=|@import|url\(""", page)
+
+
+def test_progress_and_loading_reuse_the_batch_tools(runs, capsys):
+    batch = load_batch([runs])
+    err = capsys.readouterr().err
+    assert "9/9 sessions" in err
+    assert [s["session"] for s in batch.sessions] == ["s1", "s2", "s3", "s4", "s5", "s6"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--compare", "prompt=original", "model=x"], "both sides must select on the same key"),
+    (["--compare", "colour=red", "colour=blue"], "expected KEY=VALUE"),
+    (["--compare", "prompt=original", "prompt=nothing"], "no included session has prompt=nothing"),
+    (["--by", "framework,planet"], "keys must be among"),
+])
+def test_bad_options_are_one_line_and_exit_2(runs, tmp_path, capsys, args, message):
+    assert main(["report", str(runs), "--out", str(tmp_path / "out"), "--quiet", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_no_reportable_session_is_an_error(tmp_path, capsys):
+    write_audited_session(tmp_path, "only").joinpath("audit.json").unlink()
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    assert "no session to report: only: no audit.json" in capsys.readouterr().err
+
+
+def test_a_real_audit_is_read_with_its_own_numbers(tmp_path, catalog_file):
+    from audit_helpers import Traffic, search_url
+
+    from spillage.audit.session_audit import audit_session, write_report
+
+    t = Traffic(tmp_path / "runs" / "real", catalog=catalog_file)
+    t.load(search_url("kettle pregnant pittsburgh"))
+    folder = t.close()
+    audit = audit_session(folder)
+    write_report(folder, audit)
+    (folder / "meta.json").write_text(json.dumps({"agent": {"framework": "command", "model": None, "label": "cmd"},
+                                                  "condition": {"prompt": "sanitized", "system_note": "be brief"}}))
+    batch = load_batch([tmp_path / "runs"], bar=False)
+    (session,) = batch.sessions
+    summary = audit["summary"]
+    assert (session["framework"], session["model"], session["site"], session["style"], session["prompt"],
+            session["note"]) == ("command", "cmd", "shop.test", "chat", "sanitized", "be brief")
+    assert session["actions"] == summary["actions"] and session["C_E"] == summary["occurrences"]["C_E"] == 2
+    assert session["recovered"] == audit["recoveries"]["recovered"] == 2
+    assert len(batch.events) == 2 and {e["attribute"] for e in batch.events} == set(summary["leaked_attributes"])
+
+
+def test_two_batches_of_one_matrix_are_told_apart_and_compared(tmp_path):
+    for side, prompt, leaks in (("a", "original", 3), ("b", "sanitized", 1)):
+        for n in range(2):
+            write_audited_session(tmp_path / side, f"cell-r{n}", prompt=prompt, occurrences={"C_E": leaks + n})
+    batch = load_batch([tmp_path / "a", tmp_path / "b"], bar=False)
+    assert sorted(s["session"] for s in batch.sessions) == sorted(
+        str(tmp_path / side / f"cell-r{n}") for side in "ab" for n in range(2))
+    out = tmp_path / "out"
+    assert main(["report", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(out), "--quiet",
+                 "--compare", "prompt=original", "prompt=sanitized"]) == 0
+    compared = pd.read_csv(out / "compare.csv")
+    assert compared[compared.metric == "or_C_E"].iloc[0].difference == pytest.approx((3 - 7) / 20)
+
+
+def test_compare_without_a_common_group_says_so(tmp_path):
+    write_audited_session(tmp_path, "a", model="scripted:a", site="shop.test")
+    write_audited_session(tmp_path, "b", model="scripted:b", site="bazaar.test")
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet",
+                 "--compare", "model=scripted:a", "model=scripted:b"]) == 0
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert ("No group has sessions on both sides: browser-use / bazaar.test / chat only with model=scripted:b; "
+            "browser-use / shop.test / chat only with model=scripted:a.") in md
