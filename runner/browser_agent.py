@@ -6,30 +6,18 @@ Only Chromium talks through the proxy; the agent's own calls to an LLM endpoint 
 (they are not the browser's traffic and would be refused by the egress policy).
 """
 
-import argparse
 import asyncio
 import os
-import shutil
 import sys
 from pathlib import Path
 
-from spillage.runner.models import MODEL_HELP
+from spillage.runner.agent_process import chromium_path
+from spillage.runner.agent_process import agent_arguments
+from spillage.runner.model_spec import parse_model
 from spillage.runner.models import build_model
 from spillage.scenarios.loader import load_scenario
 
 EXTRA_ATTRIBUTES = ["data-product", "data-facet", "data-section", "data-sponsored"]
-# The browser is given the proxy and the CA pin explicitly; the agent's own HTTP clients (an
-# LLM endpoint) must neither go through the proxy nor trust only our CA.
-NETWORK_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY",
-                     "all_proxy", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
-
-
-def chromium_path() -> str:
-    """Debian's Chromium (or $SPILLAGE_CHROMIUM); never a browser a tool downloads itself."""
-    path = os.environ.get("SPILLAGE_CHROMIUM") or shutil.which("chromium")
-    if not path:
-        sys.exit("spillage: chromium not found; install Debian's package: apt-get install -y chromium")
-    return path
 
 
 async def run_agent(args) -> int:
@@ -39,7 +27,7 @@ async def run_agent(args) -> int:
     from browser_use.dom.views import DEFAULT_INCLUDE_ATTRIBUTES
 
     scenario = load_scenario(Path(os.environ["SPILLAGE_SCENARIO_FILE"]))
-    llm = build_model(args.model, scenario, args.base_url)
+    llm = build_model(parse_model(args.model, args.base_url), scenario)
     home = Path(os.environ["HOME"])
     profile = BrowserProfile(
         executable_path=chromium_path(),
@@ -68,14 +56,7 @@ async def run_agent(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="spillage-browser-agent", description=__doc__)
-    parser.add_argument("--model", required=True, help=MODEL_HELP)
-    parser.add_argument("--base-url", help="endpoint for openai:/ollama: models")
-    parser.add_argument("--max-steps", type=int, default=20)
-    args = parser.parse_args(argv)
-    for name in NETWORK_VARIABLES:
-        os.environ.pop(name, None)
-    return asyncio.run(run_agent(args))
+    return asyncio.run(run_agent(agent_arguments("spillage-browser-agent", __doc__, argv)))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ from urllib.parse import urlsplit
 from spillage.runner.browser_state import Element
 from spillage.runner.browser_state import PageState
 from spillage.scenarios.matching import find_form
-from spillage.scenarios.model import Attribute
 from spillage.scenarios.model import Scenario
 from spillage.scenarios.vocabulary import load_vocabulary
 
