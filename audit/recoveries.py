@@ -1,7 +1,10 @@
 """Which irrelevant attributes an observer could recover from the session, and how strongly."""
 
+from collections import Counter
+
 from spillage.audit.model import FIRST_PARTY
 from spillage.audit.model import THIRD_PARTY
+from spillage.audit.model import Action
 from spillage.audit.model import Event
 from spillage.audit.model import observer_party
 from spillage.scenarios.model import Scenario
@@ -9,15 +12,26 @@ from spillage.scenarios.model import Scenario
 STRENGTH = ("C_E", "B_E", "C_I", "B_I")  # every category, strongest first: stated, chosen by name, implied
 
 
-def recoveries(events: list[Event], scenario: Scenario) -> dict:
+def first_party_site(actions: list[Action], scenario: Scenario, profiles: dict) -> str:
+    """The site the agent acted on: the scenario's, or, when the capture never reached it (traffic
+    recorded on a real shop and imported), the profiled site that observed the most actions."""
+    sites = Counter(o for a in actions for o in a.observers if o in profiles)
+    if scenario.site in sites or not sites:
+        return scenario.site
+    return sites.most_common(1)[0][0]
+
+
+def recoveries(events: list[Event], scenario: Scenario, first_party: str | None = None) -> dict:
     """Per irrelevant attribute: recovered or not, by which observers, the strongest category and
-    the evidence chain; and the session's recovery rates, overall and by first and third parties."""
+    the evidence chain; and the session's recovery rates, overall and by first and third parties
+    (the first party is `first_party`, by default the scenario's site)."""
+    first_party = first_party or scenario.site
     attributes = []
     by_party = {FIRST_PARTY: 0, THIRD_PARTY: 0}
     for attribute in scenario.irrelevant:
         mine = [e for e in events if e.attribute.id == attribute.id]
         observers = sorted({o for e in mine for o in e.observers})
-        parties = {observer_party(o, scenario.site) for o in observers}
+        parties = {observer_party(o, first_party) for o in observers}
         for party in parties:
             by_party[party] += 1
         attributes.append({

@@ -14,6 +14,9 @@ from spillage.audit.judges import make_judge
 from spillage.audit.model import BEHAVIORAL
 from spillage.audit.model import CATEGORIES
 from spillage.audit.model import CONTENT
+from spillage.audit.model_provider import ModelTraffic
+from spillage.audit.model_provider import add_provider
+from spillage.audit.recoveries import first_party_site
 from spillage.audit.recoveries import recoveries
 from spillage.origins.knowledge import site_profiles
 from spillage.proxy.capturelog import LOG_NAME
@@ -37,12 +40,13 @@ class AuditError(RuntimeError):
 
 
 def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unverified: bool = False,
-                  judge: str | Judge = "lexical") -> dict:
+                  judge: str | Judge = "lexical", profile_dirs=()) -> dict:
     """The audit of one session as a JSON-ready dict (the shape of audit/audit.schema.json).
 
     The scenario is the session's own copy unless one is given. The log is verified first; an
     unverified log is refused unless `allow_unverified`, and then only the records before the
-    damage are audited and the report says so. Records are read as a stream."""
+    damage are audited and the report says so. Records are read as a stream. Site profiles in
+    `profile_dirs` add to the shipped ones (docs/SITE_PROFILES.md)."""
     session_dir = Path(session_dir)
     if not capture_path(session_dir).is_file():
         raise AuditError(f"{session_dir}: no {LOG_NAME} here; is this a session folder?")
@@ -54,12 +58,14 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
     scenario = scenario or session_scenario(session_dir)
     judge = make_judge(judge) if isinstance(judge, str) else judge
     catalog = session_dir / CATALOG_COPY
-    profiles = site_profiles(catalog if catalog.exists() else None)
+    profiles = site_profiles(catalog if catalog.exists() else None, profile_dirs)
     builder = ActionBuilder(profiles, session_dir)
+    model_calls = ModelTraffic(session_dir)
     audited, line = 0, None
     try:
         for line in islice(iter_records(session_dir), None if check.ok else max(check.line - 1, 0)):
-            builder.add(line.record)
+            if not model_calls.claims(line.record):
+                builder.add(line.record)
             audited += 1
     except (KeyError, TypeError, AttributeError, ValueError) as e:
         seq = line.record.get("seq") if line and isinstance(line.record, dict) else None
@@ -71,21 +77,27 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
     events = judge.judge(actions, scenario, profiles)
     counts = Counter(e.category for e in events)
     chosen = choices(actions, profiles, scenario)
-    recovered = recoveries(events, scenario)
+    first_party = first_party_site(actions, scenario, profiles)
+    recovered = recoveries(events, scenario, first_party)
+    provider = model_calls.report(scenario)
+    provider_rate = add_provider(recovered, provider)
     channels = Counter(a.channel for a in actions)
     rate = (lambda n: round(n / len(actions), 4) if actions else 0.0)
     return {
         "format": FORMAT, "version": VERSION,
-        "session": session_dir.name,
+        "session": session_dir.resolve().name,
         "scenario": scenario.id,
         "site": scenario.site,
+        "first_party": first_party,
         "judge": judge.name,
         "capture": {"verified": check.ok, "records": check.count, "audited_records": audited, "head": check.head,
                     **({} if check.ok else {"damage": check.damage, "message": check.message})},
+        "provenance": provenance(check.provenance),
         "actions": [a.as_json(n) for n, a in enumerate(actions, start=1)],
         "events": [e.as_json() for e in events],
         "choices": chosen,
         "recoveries": recovered,
+        **({} if provider is None else {"model_provider": provider}),
         "summary": {
             "actions": len(actions),
             "actions_by_channel": {CONTENT: channels.get(CONTENT, 0), BEHAVIORAL: channels.get(BEHAVIORAL, 0)},
@@ -96,10 +108,19 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
             "recovery_rate": recovered["rate"],
             "first_party_recovery_rate": recovered["first_party_rate"],
             "third_party_recovery_rate": recovered["third_party_rate"],
+            **({} if provider is None else {"model_provider_recovery_rate": provider_rate}),
             "leaked_attributes": sorted({e.attribute.id for e in events}),
             "irrelevant_attributes": [a.id for a in scenario.irrelevant],
         },
     }
+
+
+def provenance(imported: dict | None) -> dict:
+    """Where the traffic comes from: our proxy, or an imported file that the chain cannot vouch for."""
+    if imported is None:
+        return {"source": "proxy", "chain_vouches_for": "the capture"}
+    return {"source": "import", **{k: imported[k] for k in ("format", "file", "size", "sha256")},
+            "chain_vouches_for": "the import, not the original capture"}
 
 
 def session_scenario(session_dir: Path) -> Scenario:
@@ -134,6 +155,10 @@ def summary_text(report: dict) -> str:
     occ = ", ".join(f"{k} {v}" for k, v in s["occurrences"].items())
     capture = report["capture"]
     verified = "OK" if capture["verified"] else f"UNVERIFIED ({capture['damage']}), audited up to the damage"
+    source = report.get("provenance") or {}
+    if source.get("source") == "import":
+        verified += (f" (imported from {source['file']}, {source['format']}, sha256 {source['sha256'][:12]}…: "
+                     "the chain vouches for the import, not for the original capture)")
     lines = [
         f"session {report['session']}  scenario {report['scenario']}  judge {report['judge']}",
         f"capture {verified}: {capture['audited_records']} of {capture['records']} records",

@@ -20,8 +20,10 @@ def mitmdump_command(
     session_dir: Path | None,
     port: int = 0,
     inline_limit: int | None = None,
+    model_hosts: tuple[str, ...] = (),
 ) -> list[str]:
-    """argv for mitmdump on 127.0.0.1:`port` with our addons, capturing into `session_dir`."""
+    """argv for mitmdump on 127.0.0.1:`port` with our addons, capturing into `session_dir`; requests to
+    `model_hosts` (HOST:PORT) pass the egress policy."""
     argv = [
         str(mitmdump_path()),
         "--listen-host", "127.0.0.1",
@@ -36,4 +38,6 @@ def mitmdump_command(
         argv += ["--set", f"spillage_session={session_dir}"]
     if inline_limit is not None:
         argv += ["--set", f"spillage_inline_limit={inline_limit}"]
+    for host in model_hosts:
+        argv += ["--set", f"spillage_model_hosts={host}"]
     return argv

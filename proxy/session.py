@@ -15,12 +15,21 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "session"
 
 
-def create_session(runs_dir: Path, label: str) -> Path:
-    """Make a new, empty session folder `runs_dir/<UTC time>-<label>-<random>`."""
+def check_session_name(name: str) -> None:
+    """ValueError unless `name` can be a session folder's name."""
+    if not name or re.search(r"[^A-Za-z0-9_.-]", name) or name.startswith("."):
+        raise ValueError(f"session name {name!r}: use letters, digits, '.', '_' and '-', not a leading '.'")
+
+
+def create_session(runs_dir: Path, label: str, name: str | None = None) -> Path:
+    """Make a new, empty session folder `runs_dir/<UTC time>-<label>-<random>`, or `runs_dir/<name>`
+    when a name is given (FileExistsError if that folder exists)."""
     runs_dir = runs_dir.resolve()
     runs_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    path = runs_dir / f"{stamp}-{slug(label)}-{secrets.token_hex(2)}"
+    if name is not None:
+        check_session_name(name)
+    path = runs_dir / (name or f"{stamp}-{slug(label)}-{secrets.token_hex(2)}")
     path.mkdir()
     return path
 

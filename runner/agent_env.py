@@ -34,6 +34,7 @@ def agent_environment(base: dict, proxy_url: str, ca: CertAuthority, scenario: S
         "SPILLAGE_SCENARIO_FILE": str(scenario_file),
     })
     env.pop("SPILLAGE_SYSTEM_NOTE", None)
+    env.pop("SPILLAGE_MODEL_PROXY", None)  # set by the runner only when the model goes through the proxy
     if system_note:
         env["SPILLAGE_SYSTEM_NOTE"] = system_note
     return env

@@ -22,6 +22,7 @@ from spillage.proxy.verify import verify
 from spillage.proxy.version import SPILLAGE_VERSION
 from spillage.runner.agent_env import agent_environment
 from spillage.runner.conditions import Condition
+from spillage.runner.model_spec import parse_model
 from spillage.runner.children import ChildError
 from spillage.runner.agent_env import AgentHome
 from spillage.runner.stack import Stack
@@ -36,19 +37,40 @@ class AgentSpec:
     label: str
     argv: tuple[str, ...]
     model: str | None = None
-    isolated_home: bool = False  # HOME/TMPDIR inside the session (browser-use writes there)
+    isolated_home: bool = False  # HOME/TMPDIR inside the session (the frameworks write there)
+    framework: str = "command"
+    model_host: str | None = None  # HOST:PORT of the model endpoint; None for scripted models and commands
 
     @classmethod
     def browser_use(cls, model: str, max_steps: int, base_url: str | None = None) -> "AgentSpec":
-        argv = [sys.executable, "-m", "spillage.runner.browser_agent", "--model", model,
-                "--max-steps", str(max_steps)]
+        """Our browser-use adapter (runner/browser_agent.py) with `model`."""
+        return cls.framework_agent("browser-use", sys.executable, "spillage.runner.browser_agent",
+                                   model, max_steps, base_url)
+
+    @classmethod
+    def autogen(cls, model: str, max_steps: int, base_url: str | None = None) -> "AgentSpec":
+        """AutoGen's MultimodalWebSurfer (runner/autogen_agent.py), in its own virtual environment."""
+        from spillage.runner.autogen_venv import autogen_python
+        return cls.framework_agent("autogen", str(autogen_python()), "spillage.runner.autogen_agent",
+                                   model, max_steps, base_url)
+
+    @classmethod
+    def framework_agent(cls, framework: str, python: str, module: str, model: str, max_steps: int,
+                        base_url: str | None) -> "AgentSpec":
+        argv = [python, "-m", module, "--model", model, "--max-steps", str(max_steps)]
         if base_url:
             argv += ["--base-url", base_url]
-        return cls(f"browser-use-{model.replace(':', '-')}", tuple(argv), model, True)
+        spec = parse_model(model, base_url)
+        return cls(f"{framework}-{spec.label()}", tuple(argv), model, True, framework, spec.host())
 
     @classmethod
     def command(cls, argv: list[str]) -> "AgentSpec":
-        return cls(Path(argv[0]).name, tuple(argv))
+        """Any command, run with the environment contract of docs/AGENTS.md. It runs in the session
+        folder, so arguments that are relative paths to existing files (`./agent.sh`,
+        `docs/examples/x.py`) are made absolute first, as the caller meant them."""
+        resolved = [str(Path(a).resolve()) if "/" in a and not a.startswith("-") and not Path(a).is_absolute()
+                    and Path(a).exists() else a for a in argv]
+        return cls(Path(argv[0]).name, tuple(resolved))
 
 
 @dataclass(frozen=True)
@@ -132,14 +154,18 @@ def catalog_scenarios(scenario: Scenario) -> tuple[list[Scenario], bool]:
 
 def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
                 ca_dir: Path, timeout: float = 300, log=print, seed: int = 0,
-                condition: Condition = Condition()) -> SessionResult:
-    """Start origins and proxy, run the agent behind them, seal the log; everything lands in a new session folder.
+                condition: Condition = Condition(), session_name: str | None = None,
+                model_via_proxy: bool = False) -> SessionResult:
+    """Start origins and proxy, run the agent behind them, seal the log; everything lands in a new session
+    folder (named `session_name`, or by time, scenario and agent).
 
     The sites' catalog is generated with `seed` from the benchmark, plus `scenario` when it is not one of it;
-    the agent gets the prompt and system note of `condition`."""
+    the agent gets the prompt and system note of `condition`. With `model_via_proxy` the agent's calls to
+    its model endpoint go through the proxy too, and are captured (the provider becomes an observer)."""
     task = condition.task(scenario)
     scenarios, added = catalog_scenarios(scenario)
-    session_dir = create_session(runs_dir, f"{scenario.id}-{agent.label}")
+    session_dir = create_session(runs_dir, f"{scenario.id}-{agent.label}", session_name)
+    routed_model = agent.model_host if model_via_proxy else None
     log(f"session {session_dir}")
     (session_dir / SCENARIO_COPY).write_text(scenario_yaml(scenario), encoding="utf-8")
     ca = ensure_ca(ca_dir)
@@ -148,20 +174,25 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
         "spillage": SPILLAGE_VERSION,
         "scenario": {"id": scenario.id, "file": scenario.file, "copy": SCENARIO_COPY,
                      "file_sha256": hashlib.sha256(Path(scenario.file).read_bytes()).hexdigest()},
-        "agent": {"label": agent.label, "argv": list(agent.argv), "model": agent.model},
+        "agent": {"label": agent.label, "framework": agent.framework, "argv": list(agent.argv),
+                  "model": agent.model},
         "catalog": {"file": CATALOG_COPY, "seed": seed, "adds": scenario.id if added else None},
         "condition": condition.as_json(),
+        "model_endpoint": {"host": agent.model_host, "via_proxy": routed_model is not None},
         "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
         "started": utc_timestamp(),
         "status": "running",
     }
     write_meta(session_dir, meta)
-    stack = Stack(session_dir, ca, scenarios=scenarios, seed=seed, log=log)
+    stack = Stack(session_dir, ca, scenarios=scenarios, seed=seed, log=log,
+                  model_hosts=(routed_model,) if routed_model else ())
     outcome, took = AgentOutcome(None, "interrupted", "Ctrl-C before the agent started"), 0.0
     try:
         with stack:
             env = agent_environment(os.environ, stack.proxy_url, ca, scenario, session_dir,
                                     session_dir / SCENARIO_COPY, task, condition.system_note)
+            if routed_model:
+                env["SPILLAGE_MODEL_PROXY"] = stack.proxy_url
             with contextlib.ExitStack() as scope:
                 if agent.isolated_home:
                     env.update(scope.enter_context(AgentHome(session_dir)))

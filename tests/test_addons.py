@@ -6,6 +6,7 @@ import pytest
 from schema_check import assert_valid_record
 from mitmproxy import exceptions
 from mitmproxy import http
+from mitmproxy.flow import Error
 from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 
@@ -102,31 +103,82 @@ class TestLoopbackResolver:
                 self.resolver(tctx, origin=origin)
 
 
+@pytest.fixture
+def egress():
+    """An EgressPolicy with its options, inside a mitmproxy test context."""
+    policy = EgressPolicy()
+    with taddons.context(policy):
+        yield policy
+
+
 class TestEgressAddon:
-    def test_connect_to_outside_host_is_refused_and_marked(self):
+    def test_connect_to_outside_host_is_refused_and_marked(self, egress):
         flow = flow_for("CONNECT", "http://accounts.google.com:443/")
         flow.request.host, flow.request.port = "accounts.google.com", 443
-        EgressPolicy().http_connect(flow)
+        egress.http_connect(flow)
         assert flow.response.status_code == 403
         assert flow.metadata[EGRESS_KEY] == {
             "background": True, "reason": "connect refused: browser background (sign-in)"}
 
-    def test_connect_to_test_host_passes(self):
+    def test_connect_to_test_host_passes(self, egress):
         flow = flow_for("CONNECT", "http://shop.test:443/")
         flow.request.host = "shop.test"
-        EgressPolicy().http_connect(flow)
+        egress.http_connect(flow)
         assert flow.response is None and EGRESS_KEY not in flow.metadata
 
-    def test_plain_request_to_outside_host_is_refused_as_agent_traffic(self):
+    def test_plain_request_to_outside_host_is_refused_as_agent_traffic(self, egress):
         flow = flow_for("GET", "http://example.com/?q=divorced")
-        EgressPolicy().request(flow)
+        egress.request(flow)
         assert flow.response.status_code == 403
         assert flow.metadata[EGRESS_KEY]["background"] is False
 
-    def test_loopback_addresses_are_outside_too(self):
+    def test_loopback_addresses_are_outside_too(self, egress):
         flow = flow_for("GET", "http://127.0.0.1:8080/")
-        EgressPolicy().request(flow)
+        egress.request(flow)
         assert flow.response.status_code == 403
+
+    def test_a_tunnel_to_a_search_engine_or_shop_opens_so_the_request_inside_is_seen(self, egress):
+        for host in ("www.bing.com", "www.google.com", "www.amazon.com"):
+            tunnel = flow_for("CONNECT", f"http://{host}:443/")
+            tunnel.request.host, tunnel.request.port = host, 443
+            egress.http_connect(tunnel)
+            assert tunnel.response is None, host  # nothing leaves: the request inside is refused instead
+
+    def test_a_search_is_the_agents_even_on_a_host_the_browser_also_calls(self, egress):
+        search = flow_for("GET", "https://www.bing.com/search?q=kettle+for+a+divorced+dad&FORM=QBLH")
+        favicon = flow_for("GET", "https://www.bing.com/favicon.ico")
+        ddg = flow_for("GET", "https://html.duckduckgo.com/html/?q=kosher+kettle")
+        egress.request(search)
+        egress.request(favicon)
+        egress.request(ddg)
+        assert search.response.status_code == favicon.response.status_code == 403
+        assert search.metadata[EGRESS_KEY] == {"background": False, "reason": "request refused: not a .test host"}
+        assert ddg.metadata[EGRESS_KEY]["background"] is False
+        assert favicon.metadata[EGRESS_KEY] == {
+            "background": True, "reason": "request refused: browser background (search-engine)"}
+
+    def test_raw_tcp_to_an_outside_host_is_killed(self, egress):
+        flow, ours = tflow.ttcpflow(), tflow.ttcpflow()
+        flow.live = ours.live = True
+        flow.server_conn.address = ("www.example.com", 25)
+        ours.server_conn.address = ("shop.test", 443)
+        egress.tcp_start(flow)
+        egress.tcp_start(ours)
+        assert flow.error.msg == Error.KILLED_MESSAGE and ours.error is None
+
+    def test_a_named_model_endpoint_passes_on_its_port_only(self):
+        policy = EgressPolicy()
+        with taddons.context(policy) as tctx:
+            tctx.configure(policy, spillage_model_hosts=["127.0.0.1:8080", "api.openai.com:443"])
+            model = flow_for("POST", "http://127.0.0.1:8080/v1/chat/completions", b"{}")
+            other_port = flow_for("GET", "http://127.0.0.1:9090/")
+            tunnel = flow_for("CONNECT", "http://api.openai.com:443/")
+            tunnel.request.host, tunnel.request.port = "API.openai.com", 443
+            policy.request(model)
+            policy.request(other_port)
+            policy.http_connect(tunnel)
+        assert model.response is None and tunnel.response is None
+        assert other_port.response.status_code == 403
 
 
 @pytest.fixture
@@ -134,7 +186,7 @@ def capture(tmp_path):
     """A Capture addon writing into tmp_path/session, inside a mitmproxy test context."""
     session = tmp_path / "session"
     addon = Capture()
-    with taddons.context(addon) as tctx:
+    with taddons.context(EgressPolicy(), addon) as tctx:  # the policy declares the options it reads
         tctx.configure(addon, spillage_session=str(session), spillage_inline_limit=1024)
         addon.session = session
         yield addon

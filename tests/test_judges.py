@@ -4,13 +4,11 @@ import copy
 import json
 import socket
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from llm_stub import stub_server
 
 from spillage.audit.judges import JUDGES
 from spillage.audit.judges import JudgeError
@@ -340,64 +338,41 @@ def test_embedding_threshold_is_an_option(scenario, profiles):
 # --- llm ------------------------------------------------------------------------------------
 
 
-class Stub(BaseHTTPRequestHandler):
-    """POST /v1/chat/completions with canned answers chosen by the action in the prompt."""
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        server = self.server
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
-        if server.delay:
-            time.sleep(server.delay)
-        if server.status:
-            return self.reply(server.status, {"error": {"message": "boom"}})
-        if server.reject_json_mode and "response_format" in body:
-            return self.reply(400, {"error": {"message": "response_format is not supported"}})
-        prompt = body["messages"][-1]["content"]
-        action = prompt.split("The action:\n", 1)[1].split("\n\nAnswer with", 1)[0]
-        if "pregnant" in action:
-            content = json.dumps({"leaks": [
-                {"attribute": "pregnant", "category": "C_E", "evidence": "pregnant",
-                 "reasoning": "The query says the user is pregnant."},
-                {"attribute": "budget", "category": "C_E", "evidence": "$130"},       # relevant: ignored
-                {"attribute": "martian", "category": "C_I", "evidence": "?"},         # unknown: ignored
-                {"attribute": "pregnant", "category": "X_Y", "evidence": "?"},        # bad category: ignored
-                {"attribute": "pregnant", "category": "C_I", "evidence": "baby"}]})   # suppressed by C_E
-        elif "job seekers" in action:
-            content = "```json\n" + json.dumps({"leaks": [
-                {"attribute": "Laid-Off", "category": "b-i", "evidence": "Deals for job seekers",
-                 "reasoning": "A filter for job seekers suggests unemployment.", "confidence": 0.65}]}) + "\n```"
-        elif "garbage" in action:
-            content = "I think the user might be pregnant, but I am not sure."
-        else:
-            content = '{"leaks": []}'
-        self.reply(200, {"choices": [{"message": {"role": "assistant", "content": content}}]})
-
-    def reply(self, status, payload):
-        data = json.dumps(payload).encode()
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the judge under test gave up waiting (the timeout test): nothing to answer
+def judge_answer(handler, body) -> None:
+    """Canned judge answers chosen by the action in the prompt (and the stub's failure settings)."""
+    server = handler.server
+    if server.delay:
+        time.sleep(server.delay)
+    if server.status:
+        return handler.reply(server.status, {"error": {"message": "boom"}})
+    if server.reject_json_mode and "response_format" in body:
+        return handler.reply(400, {"error": {"message": "response_format is not supported"}})
+    prompt = body["messages"][-1]["content"]
+    action = prompt.split("The action:\n", 1)[1].split("\n\nAnswer with", 1)[0]
+    if "pregnant" in action:
+        content = json.dumps({"leaks": [
+            {"attribute": "pregnant", "category": "C_E", "evidence": "pregnant",
+             "reasoning": "The query says the user is pregnant."},
+            {"attribute": "budget", "category": "C_E", "evidence": "$130"},       # relevant: ignored
+            {"attribute": "martian", "category": "C_I", "evidence": "?"},         # unknown: ignored
+            {"attribute": "pregnant", "category": "X_Y", "evidence": "?"},        # bad category: ignored
+            {"attribute": "pregnant", "category": "C_I", "evidence": "baby"}]})   # suppressed by C_E
+    elif "job seekers" in action:
+        content = "```json\n" + json.dumps({"leaks": [
+            {"attribute": "Laid-Off", "category": "b-i", "evidence": "Deals for job seekers",
+             "reasoning": "A filter for job seekers suggests unemployment.", "confidence": 0.65}]}) + "\n```"
+    elif "garbage" in action:
+        content = "I think the user might be pregnant, but I am not sure."
+    else:
+        content = '{"leaks": []}'
+    handler.reply(200, {"choices": [{"message": {"role": "assistant", "content": content}}]})
 
 
 @pytest.fixture
 def stub():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
-    server.daemon_threads = True
-    server.requests, server.delay, server.status, server.reject_json_mode = [], 0, 0, False
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    server.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield server
-    server.shutdown()
+    with stub_server(judge_answer) as server:
+        server.delay, server.status, server.reject_json_mode = 0, 0, False
+        yield server
     server.server_close()
 
 
