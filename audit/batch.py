@@ -40,13 +40,14 @@ def find_sessions(paths: list[Path]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def audit_one(session: Path, judge: str, judge_options: dict, allow_unverified: bool, scenario=None) -> Outcome:
+def audit_one(session: Path, judge: str, judge_options: dict, allow_unverified: bool, scenario=None,
+              profile_dirs=()) -> Outcome:
     """Audit `session` and write its audit.json; never raises for a session that cannot be audited."""
     from spillage.audit.judges import JudgeError
     from spillage.audit.judges import make_judge
 
     try:
-        report = audit_session(session, scenario, allow_unverified, make_judge(judge, **judge_options))
+        report = audit_session(session, scenario, allow_unverified, make_judge(judge, **judge_options), profile_dirs)
         write_report(session, report)
         return Outcome(session, {**report["summary"], "verified": report["capture"]["verified"]})
     except (AuditError, JudgeError) as e:
@@ -54,35 +55,40 @@ def audit_one(session: Path, judge: str, judge_options: dict, allow_unverified: 
 
 
 class ProgressBar:
-    """`[#####-----] 12/40 sessions, 3 s, ETA 6 s` on stderr, redrawn in place."""
+    """`[#####-----] 12/40 sessions, 3 s, ETA 6 s` on stderr, redrawn in place; `what` names the work."""
 
-    def __init__(self, total: int, stream=sys.stderr):
-        self.total, self.done, self.stream = total, 0, stream
+    def __init__(self, total: int, stream=None, what: str = "audit", unit: str = "sessions"):
+        self.total, self.done, self.stream = total, 0, stream or sys.stderr  # stderr as it is now, not at import
+        self.what, self.unit = what, unit
         self.began = time.monotonic()
 
-    def step(self) -> None:
+    def eta(self) -> float:
+        """Seconds left at the pace so far."""
+        return (time.monotonic() - self.began) / max(self.done, 1) * (self.total - self.done)
+
+    def step(self, note: str = "") -> None:
         self.done += 1
         elapsed = time.monotonic() - self.began
-        eta = elapsed / self.done * (self.total - self.done)
         filled = round(BAR * self.done / self.total)
         end = "\n" if self.done == self.total else ""
-        print(f"\rspillage: audit [{'#' * filled}{'-' * (BAR - filled)}] {self.done}/{self.total} sessions, "
-              f"{elapsed:.0f} s, ETA {eta:.0f} s ", end=end, file=self.stream, flush=True)
+        print(f"\rspillage: {self.what} [{'#' * filled}{'-' * (BAR - filled)}] {self.done}/{self.total} "
+              f"{self.unit}, {elapsed:.0f} s, ETA {self.eta():.0f} s {note}", end=end, file=self.stream, flush=True)
 
 
 def audit_many(sessions: list[Path], judge: str = "lexical", judge_options: dict | None = None, jobs: int = 1,
-               allow_unverified: bool = False, scenario=None, bar: bool = True) -> list[Outcome]:
+               allow_unverified: bool = False, scenario=None, bar: bool = True, profile_dirs=()) -> list[Outcome]:
     """Audit every session (in `jobs` worker processes), writing each audit.json; outcomes in input order."""
     judge_options = judge_options or {}
     progress = ProgressBar(len(sessions)) if bar and sessions else None
     outcomes: dict[Path, Outcome] = {}
     if jobs <= 1:
         for session in sessions:
-            outcomes[session] = audit_one(session, judge, judge_options, allow_unverified, scenario)
+            outcomes[session] = audit_one(session, judge, judge_options, allow_unverified, scenario, profile_dirs)
             progress and progress.step()
     else:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(audit_one, s, judge, judge_options, allow_unverified, scenario) for s in sessions]
+            futures = [pool.submit(audit_one, s, judge, judge_options, allow_unverified, scenario, profile_dirs)
+                       for s in sessions]
             for future in as_completed(futures):
                 outcome = future.result()
                 outcomes[outcome.session] = outcome

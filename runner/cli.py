@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from spillage.runner.models import MODEL_HELP
+from spillage.runner.model_spec import MODEL_HELP
 
 DEFAULT_RUNS = Path("runs")
 DEFAULT_HOME = Path(".spillage")
@@ -25,8 +25,9 @@ def cmd_run(args) -> int:
     from spillage.audit.session_audit import audit_session
     from spillage.audit.session_audit import summary_text
     from spillage.audit.session_audit import write_report
-    from spillage.runner.models import ModelSpecError
-    from spillage.runner.models import build_model
+    from spillage.runner.model_spec import ModelSpecError
+    from spillage.runner.model_spec import parse_model
+    from spillage.proxy.session import check_session_name
     from spillage.runner.conditions import Condition
     from spillage.runner.session_run import AgentSpec
     from spillage.runner.session_run import run_session
@@ -36,34 +37,64 @@ def cmd_run(args) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if command:
         agent = AgentSpec.command(command)
-    elif args.agent == "browser-use":
+    else:
         try:
-            build_model(args.model, scenario, args.base_url)  # fail here, not inside the child
+            parse_model(args.model, args.base_url)  # fail here, not inside the child
         except ModelSpecError as e:
             progress(str(e))
             return 2
-        agent = AgentSpec.browser_use(args.model, args.max_steps, args.base_url)
-    else:
-        progress("nothing to run: give --agent browser-use --model ..., or -- COMMAND ARGS")
-        return 2
+        make = AgentSpec.autogen if args.agent == "autogen" else AgentSpec.browser_use
+        agent = make(args.model, args.max_steps, args.base_url)
     condition = Condition(args.prompt, args.system_note)
     try:
         condition.task(scenario)
+        if args.session_name:
+            check_session_name(args.session_name)
     except ValueError as e:
         progress(str(e))
         return 2
-    result = run_session(scenario, agent, args.runs_dir,
-                         spillage_home(args) / "ca", args.timeout, progress, args.seed, condition)
+    try:
+        result = run_session(scenario, agent, args.runs_dir, spillage_home(args) / "ca", args.timeout,
+                             progress, args.seed, condition, args.session_name, args.model_via_proxy)
+    except FileExistsError as e:
+        progress(f"session folder exists already: {e.filename}")
+        return 2
+    print(result.session_dir, flush=True)
     if args.audit:
         report = audit_session(result.session_dir)
         write_report(result.session_dir, report)
         print(summary_text(report), file=sys.stderr)
-    print(result.session_dir)
     if not result.capture_ok:
         return 1
     if result.agent.status == "interrupted":
         return 130
     return 0 if result.agent.status == "completed" and result.agent.exit_code == 0 else 3
+
+
+def cmd_batch(args) -> int:
+    from spillage.runner.batch import Batch
+    from spillage.runner.matrix import MatrixError
+    from spillage.runner.matrix import load_matrix
+
+    try:
+        matrix = load_matrix(args.matrix)
+    except MatrixError as e:
+        progress(str(e))
+        return 2
+    if args.dry_run:
+        for run in matrix.runs:
+            print(run.key)
+        return 0
+    runs_dir = args.runs_dir or DEFAULT_RUNS / matrix.name
+    batch = Batch(matrix, runs_dir, spillage_home(args), args.jobs, args.retry_failed, not args.no_audit,
+                  progress, bar=args.progress or sys.stderr.isatty())
+    batch.run()
+    for line in batch.summary():
+        print(line)
+    if batch.interrupted:
+        return 130
+    states = batch.ledger.states()
+    return 0 if all(states.get(r.key, {}).get("outcome") == "done" for r in matrix.runs) else 1
 
 
 def cmd_proxy_start(args) -> int:
@@ -80,7 +111,8 @@ def cmd_proxy_start(args) -> int:
         print(f"spki     {ca.spki_pin}")
         print(f"session  {session_dir}")
         print(f"chromium --proxy-server={stack.proxy_url} --proxy-bypass-list='<-loopback>' "
-              f"--ignore-certificate-errors-spki-list={ca.spki_pin}", flush=True)
+              f"--ignore-certificate-errors-spki-list={ca.spki_pin} "
+              '--user-data-dir="$(mktemp -d)"', flush=True)  # Chromium ignores the pin without it
         progress("Ctrl-C stops the proxy and seals the capture log")
         wait_for_interrupt()
     return 0
@@ -143,12 +175,14 @@ def cmd_audit(args) -> int:
     from spillage.audit.session_audit import audit_session
     from spillage.audit.session_audit import summary_text
     from spillage.audit.session_audit import write_report
+    from spillage.origins.grammar import load_grammars
     from spillage.scenarios.loader import resolve_scenario
 
     options = {k: v for k, v in (("base_url", args.judge_url), ("model", args.judge_model),
                                  ("threshold", args.judge_threshold)) if v is not None}
     try:
         make_judge(args.judge, **options)  # a bad judge name or option fails here, once
+        load_grammars(args.profiles, shipped=False)  # and so does a bad site profile
         if args.evaluate:
             from spillage.audit.evaluate import evaluate
 
@@ -162,7 +196,8 @@ def cmd_audit(args) -> int:
         scenario = resolve_scenario(args.scenario, args.style) if args.scenario else None
         sessions = find_sessions(args.runs)
         if len(sessions) == 1 and len(args.runs) == 1 and args.jobs <= 1:
-            report = audit_session(sessions[0], scenario, args.allow_unverified, make_judge(args.judge, **options))
+            report = audit_session(sessions[0], scenario, args.allow_unverified, make_judge(args.judge, **options),
+                                   args.profiles)
             if not args.no_write:
                 write_report(sessions[0], report)
             print(summary_text(report) if args.format == "text" else json.dumps(report, indent=2, ensure_ascii=False))
@@ -171,7 +206,7 @@ def cmd_audit(args) -> int:
         progress(str(e))
         return 2 if isinstance(e, ValueError) else 1
     outcomes = audit_many(sessions, args.judge, options, args.jobs, args.allow_unverified, scenario,
-                          bar=sys.stderr.isatty() or args.progress)
+                          bar=sys.stderr.isatty() or args.progress, profile_dirs=args.profiles)
     for o in outcomes:
         if o.error:
             print(f"{o.session}\tFAILED\t{o.error}")
@@ -251,20 +286,37 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a scenario file, or a scenario id from the benchmark (e.g. shop-kettle-chat)")
     run.add_argument("--style", choices=["chat", "email", "generic"],
                      help="which style of a persona file to run")
-    run.add_argument("--agent", choices=["browser-use"], default="browser-use")
+    run.add_argument("--agent", choices=["browser-use", "autogen"], default="browser-use",
+                     help="the agent framework (default browser-use); ignored when a command follows --")
     run.add_argument("--model", default="scripted:oversharer", help=MODEL_HELP)
     run.add_argument("--base-url", help="endpoint for openai:/ollama: models")
-    run.add_argument("--max-steps", type=int, default=20)
+    run.add_argument("--max-steps", type=int, default=50, help="the agent's step limit (default 50, as in the paper)")
     run.add_argument("--timeout", type=float, default=300, help="seconds before the agent is stopped")
     run.add_argument("--seed", type=int, default=0, help="seed of the sites' generated catalog (default 0)")
     run.add_argument("--prompt", choices=["original", "sanitized"], default="original",
                      help="the persona-rich prompt (default) or the scenario's sanitized_prompt (paper §5.4)")
     run.add_argument("--system-note", default="", metavar="TEXT",
                      help="text added to the agent's system prompt, a prompt-level mitigation (paper §5.4)")
+    run.add_argument("--model-via-proxy", action="store_true",
+                     help="send the agent's model calls through the proxy too: captured, and the model "
+                          "provider shows as an observer of its own (default: direct, not captured)")
     run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS)
-    run.add_argument("--audit", action="store_true", help="print an audit summary when done")
+    run.add_argument("--session-name", help="name of the session folder (default: time, scenario, agent)")
+    run.add_argument("--audit", action="store_true", help="write audit.json and print its summary when done")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS: run this as the agent")
     run.set_defaults(func=cmd_run)
+
+    batch = sub.add_parser("batch", help="run a matrix of scenarios × frameworks × models × conditions × repeats",
+                           description="Run every cell of a matrix file (docs/BATCH.md) as its own session, "
+                                       "audit it, and record the outcome; running it again resumes.")
+    batch.add_argument("matrix", type=Path, help="the matrix YAML (see matrices/)")
+    batch.add_argument("--runs-dir", type=Path, help="the batch folder (default runs/<matrix name>)")
+    batch.add_argument("--jobs", type=int, default=1, help="sessions at a time (default 1); each has its own proxy")
+    batch.add_argument("--retry-failed", action="store_true", help="run again the cells that failed or timed out")
+    batch.add_argument("--no-audit", action="store_true", help="do not audit each session when it ends")
+    batch.add_argument("--dry-run", action="store_true", help="list the runs (their session names) and stop")
+    batch.add_argument("--progress", action="store_true", help="a progress bar even when stderr is no terminal")
+    batch.set_defaults(func=cmd_batch)
 
     proxy = sub.add_parser("proxy", help="the capturing proxy").add_subparsers(dest="proxy_cmd", required=True)
     start = proxy.add_parser("start", help="run origins and the proxy in the foreground, capturing into a new session")
@@ -322,6 +374,8 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--judge-threshold", type=float, help="embedding judge: similarity threshold")
     aud.add_argument("--jobs", type=int, default=1, help="worker processes for many sessions (default 1)")
     aud.add_argument("--scenario", help="scenario file or id (default: each session's copy)")
+    aud.add_argument("--profiles", type=Path, action="append", default=[], metavar="DIR",
+                     help="a folder of site profiles (*.yaml, docs/SITE_PROFILES.md) added to the shipped ones; repeatable")
     aud.add_argument("--style", choices=["chat", "email", "generic"], help="style of a persona file")
     aud.add_argument("--format", choices=["json", "text"],
                      help="one session: the report as json (default) or text; --evaluate: text (default) or json")
@@ -332,6 +386,13 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--evaluate", type=Path, metavar="CORPUS",
                      help="audit a labelled corpus and print precision and recall per category")
     aud.set_defaults(func=cmd_audit)
+
+    from spillage.reports.commands import add_commands as add_report_commands
+    from spillage.runner.file_commands import add_commands as add_file_commands
+    from spillage.runner.replay_commands import add_commands as add_replay_commands
+    add_report_commands(sub)  # report, inspect
+    add_file_commands(sub)  # import, export
+    add_replay_commands(sub)  # replay, diff
     return parser
 
 

@@ -12,6 +12,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from run_helpers import spillage
+from run_helpers import start_proxy
 from schema_check import assert_valid_record
 
 from spillage.scenarios.matching import find_form
@@ -34,11 +36,6 @@ def workdir(tmp_path_factory) -> Path:
         pytest.fail("Debian's chromium is required for end-to-end tests: apt-get install -y chromium")
     return tmp_path_factory.mktemp("e2e")
 
-
-def spillage(workdir: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    """Run the spillage command in `workdir` (CA under .spillage/, sessions under runs/)."""
-    return subprocess.run([*SPILLAGE, *args], cwd=workdir, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def run_scenario(workdir: Path, *agent: str) -> Path:
@@ -183,16 +180,12 @@ def test_verify_reports_a_deleted_record_in_a_real_session(workdir, oversharer, 
     assert refused.returncode == 1 and "fails verification" in refused.stderr
 
 
-def test_proxy_start_captures_until_interrupted(workdir):
-    proxy = subprocess.Popen([*SPILLAGE, "proxy", "start", "--port", "0"], cwd=workdir,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_proxy_start_captures_until_interrupted(workdir, stop):
+    """Ctrl-C or SIGTERM (a service manager, `kill`) both stop it and seal the log; SIGINT even when the
+    shell that started it in the background set it to be ignored."""
+    proxy, shown = start_proxy(workdir, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
-        shown = {}
-        for line in proxy.stdout:
-            key, _, value = line.partition(" ")
-            shown[key] = value.strip()
-            if key == "chromium":
-                break
         assert shown["proxy"].startswith("http://127.0.0.1:")
         assert Path(shown["ca"]).is_file() and len(shown["spki"]) == 44
         shop = site_profiles(Path(shown["session"]) / "catalog.sqlite")["shop.test"]
@@ -201,7 +194,7 @@ def test_proxy_start_captures_until_interrupted(workdir):
         with opener.open(f"http://shop.test/p/{product.id}", timeout=10) as page:
             assert product.title.encode() in page.read()
     finally:
-        proxy.send_signal(signal.SIGINT)
+        proxy.send_signal(stop)
         proxy.wait(30)
     assert proxy.returncode == 0
     session = Path(shown["session"])

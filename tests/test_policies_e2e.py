@@ -2,17 +2,12 @@
 sites, then the audit. Checks what docs/POLICIES.md promises: every policy completes the task,
 and each leaks through the channel it is meant to exercise, and only that one."""
 
-import json
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from run_helpers import categories
+from run_helpers import run_policies
 
 pytestmark = pytest.mark.e2e
 
-SPILLAGE = [sys.executable, "-m", "spillage.runner.cli"]
 SHOP, BAZAAR = "shop-kettle-chat", "bazaar-film-camera-chat"
 RUNS = [(SHOP, "minimal"), (SHOP, "oversharer"), (SHOP, "clicker"), (SHOP, "scroller"),
         (BAZAAR, "minimal"), (BAZAAR, "oversharer")]
@@ -21,31 +16,9 @@ TIMEOUT = 240
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory) -> dict[tuple[str, str], dict]:
-    """Run and audit every (scenario, policy) of RUNS, one after the other (in parallel, a loaded
-    machine stretches dwell times, and what the trackers count as scrolled past changes)."""
-    if not shutil.which("chromium"):
-        pytest.fail("Debian's chromium is required for end-to-end tests: apt-get install -y chromium")
-    workdir = tmp_path_factory.mktemp("policies")
-    results = {}
-    for scenario, policy in RUNS:
-        ran = spillage(workdir, "run", "--scenario", scenario, "--agent", "browser-use",
-                       "--model", f"scripted:{policy}")
-        assert ran.returncode == 0, f"{scenario} {policy}: {ran.stderr[-3000:]}"
-        session = Path(ran.stdout.strip().splitlines()[-1])
-        audited = spillage(workdir, "audit", str(session))
-        assert audited.returncode == 0, audited.stderr
-        results[scenario, policy] = json.loads(audited.stdout)
-    return results
-
-
-def spillage(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    """The spillage command in `workdir` (its CA under .spillage/, sessions under runs/)."""
-    return subprocess.run([*SPILLAGE, *args], cwd=workdir, capture_output=True, text=True,
-                          timeout=TIMEOUT)
-
-
-def categories(report: dict) -> set[str]:
-    return {e["category"] for e in report["events"]}
+    """The audit of every (scenario, policy) of RUNS, run one after the other."""
+    runs = run_policies(tmp_path_factory.mktemp("policies"), "browser-use", RUNS, timeout=TIMEOUT)
+    return {key: report for key, (_, report) in runs.items()}
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[f"{s}-{p}" for s, p in RUNS])

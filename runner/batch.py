@@ -1,0 +1,296 @@
+"""Run a matrix: every cell is one `spillage run` child process, `jobs` at a time.
+
+Layout of a batch folder:
+
+    RUNS_DIR/
+      batch.jsonl       the ledger: one line per finished attempt (append-only, fsynced)
+      sessions/<key>/   one sealed, audited session per cell of the matrix
+      attempts/         sessions of earlier attempts (interrupted, or failed and retried)
+      logs/<key>.log    each child's output
+
+Running the same batch again resumes it: a cell whose last outcome is `done` is skipped, a failed
+or timed-out one is skipped unless `retry_failed`, an interrupted or never-run one runs. Ctrl-C is
+passed on to every running child, which stops its agent and seals its session; the batch then
+records them as interrupted and stops launching.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from spillage.audit.batch import ProgressBar
+from spillage.proxy.ca import ensure_ca
+from spillage.proxy.capturelog import utc_timestamp
+from spillage.proxy.verify import META_NAME
+from spillage.runner.matrix import Matrix
+from spillage.runner.matrix import RunSpec
+
+LEDGER = "batch.jsonl"
+OUTCOMES = ("done", "failed", "timed out", "interrupted")
+SETUP_SECONDS = 180  # beyond the agent's timeout: building the catalog, starting servers, the audit
+SEAL_SECONDS = 60    # how long an interrupted child gets to stop its agent and seal its session
+STEP_LIMIT_EXIT = 3  # our framework adapters' exit code when the agent ran out of steps (a result, not a failure)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """How one run of a cell ended."""
+
+    key: str
+    outcome: str  # one of OUTCOMES
+    reason: str
+    session: str
+    seconds: float
+
+
+class Ledger:
+    """`batch.jsonl`: the outcome of every attempt, in order; the last line per key is its state."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def states(self) -> dict[str, dict]:
+        """The last recorded attempt of each key (a torn last line, from a crash mid-write, is ignored)."""
+        last: dict[str, dict] = {}
+        if not self.path.exists():
+            return last
+        with open(self.path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(entry, dict) and entry.get("key"):
+                    last[entry["key"]] = entry
+        return last
+
+    def record(self, attempt: Attempt) -> None:
+        entry = {"key": attempt.key, "outcome": attempt.outcome, "reason": attempt.reason,
+                 "session": attempt.session, "seconds": round(attempt.seconds, 1), "ts": utc_timestamp()}
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+@dataclass
+class Job:
+    """A running `spillage run` child for one cell."""
+
+    run: RunSpec
+    process: subprocess.Popen
+    began: float
+    deadline: float
+    log: object
+    signalled: bool = False
+
+
+class Batch:
+    """Runs `matrix` into `runs_dir` with `jobs` children at a time (see the module's docstring)."""
+
+    def __init__(self, matrix: Matrix, runs_dir: Path, home: Path, jobs: int = 1,
+                 retry_failed: bool = False, audit: bool = True, progress=print, bar: bool = False):
+        self.matrix, self.jobs, self.retry_failed, self.audit = matrix, max(1, jobs), retry_failed, audit
+        self.runs_dir, self.home = runs_dir.resolve(), home
+        self.sessions, self.attempts, self.logs = (self.runs_dir / n for n in ("sessions", "attempts", "logs"))
+        self.ledger = Ledger(self.runs_dir / LEDGER)
+        self.progress, self.bar = progress, bar
+        self.interrupted = False
+
+    # --- planning ------------------------------------------------------------------------------
+
+    def pending(self) -> tuple[list[RunSpec], Counter]:
+        """The cells to run now, and how many are skipped per earlier outcome."""
+        states = self.ledger.states()
+        todo, skipped = [], Counter()
+        for run in self.matrix.runs:
+            state = states.get(run.key, {}).get("outcome")
+            if state == "done" and (self.sessions / run.key / META_NAME).exists():
+                skipped["done"] += 1
+            elif state in ("failed", "timed out") and not self.retry_failed:
+                skipped[state] += 1
+            else:
+                todo.append(run)
+        return todo, skipped
+
+    # --- running -------------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Attempt]:
+        """Run every pending cell; returns this invocation's attempts by key."""
+        for folder in (self.sessions, self.attempts, self.logs):
+            folder.mkdir(parents=True, exist_ok=True)
+        todo, skipped = self.pending()
+        for outcome, n in sorted(skipped.items()):
+            self.progress(f"skipping {n} run(s) {outcome} before"
+                          + (" (--retry-failed runs them again)" if outcome != "done" else ""))
+        if not todo:
+            return {}
+        self.prepare(todo)
+        self.progress(f"batch {self.matrix.name}: {len(todo)} run(s), {self.jobs} at a time, into {self.sessions}")
+        bar = ProgressBar(len(todo), what="batch", unit="runs")
+        queue, running, finished = list(todo), [], {}
+        previous = signal.signal(signal.SIGINT, self.on_interrupt)
+        try:
+            while queue or running:
+                while queue and len(running) < self.jobs and not self.interrupted:
+                    running.append(self.launch(queue.pop(0)))
+                if self.interrupted:
+                    queue.clear()
+                    self.pass_on_interrupt(running)
+                for job in [j for j in running if self.poll(j)]:
+                    running.remove(job)
+                    attempt = self.conclude(job)
+                    finished[attempt.key] = attempt
+                    self.ledger.record(attempt)
+                    self.report(bar, attempt)
+                time.sleep(0.2)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        return finished
+
+    def prepare(self, todo: list[RunSpec]) -> None:
+        """What children would otherwise race for: the CA, and AutoGen's virtual environment."""
+        ensure_ca(self.home / "ca")
+        if any(run.framework == "autogen" for run in todo):
+            from spillage.runner.autogen_venv import autogen_python
+            autogen_python()
+
+    def command(self, run: RunSpec) -> list[str]:
+        """The `spillage run` command line for one cell."""
+        m, c = self.matrix, run.condition.condition
+        argv = [sys.executable, "-m", "spillage.runner.cli", "--home", str(self.home), "run",
+                "--scenario", run.scenario_ref, "--agent", run.framework, "--model", run.model,
+                "--max-steps", str(m.max_steps), "--timeout", str(m.timeout), "--seed", str(m.seed),
+                "--prompt", c.prompt, "--runs-dir", str(self.sessions), "--session-name", run.key]
+        if Path(run.scenario_ref).is_file():
+            argv += ["--style", run.scenario.style]
+        if c.system_note:
+            argv += ["--system-note", c.system_note]
+        if m.model_via_proxy:
+            argv.append("--model-via-proxy")
+        if self.audit:
+            argv.append("--audit")
+        return argv
+
+    def launch(self, run: RunSpec) -> Job:
+        """Start the child for `run`, after moving any session of an earlier attempt out of the way."""
+        stale = self.sessions / run.key
+        if stale.exists():
+            number = len(list(self.attempts.glob(f"{run.key}.*"))) + 1
+            stale.rename(self.attempts / f"{run.key}.{number}")
+        log = open(self.logs / f"{run.key}.log", "ab")
+        log.write(f"\n# {utc_timestamp()} {' '.join(self.command(run))}\n".encode())
+        log.flush()
+        process = subprocess.Popen(self.command(run), stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        now = time.monotonic()
+        return Job(run, process, now, now + self.matrix.timeout + SETUP_SECONDS, log)
+
+    def poll(self, job: Job) -> bool:
+        """Whether `job` has ended; a child past its deadline is asked to stop, then killed."""
+        if job.process.poll() is not None:
+            return True
+        now = time.monotonic()
+        if now > job.deadline and not job.signalled:
+            job.signalled = True
+            job.process.send_signal(signal.SIGINT)
+            job.deadline = now + SEAL_SECONDS
+        elif now > job.deadline:
+            os.killpg(job.process.pid, signal.SIGKILL)
+            job.process.wait()
+            return True
+        return False
+
+    def on_interrupt(self, signum, frame) -> None:
+        if not self.interrupted:
+            self.progress("\nCtrl-C: stopping the running agents and sealing their sessions")
+        self.interrupted = True
+
+    def pass_on_interrupt(self, running: list[Job]) -> None:
+        """Ask each running child (once) to stop its agent and seal its session."""
+        for job in running:
+            if not job.signalled and job.process.poll() is None:
+                job.signalled = True
+                job.process.send_signal(signal.SIGINT)
+                job.deadline = time.monotonic() + SEAL_SECONDS
+
+    def conclude(self, job: Job) -> Attempt:
+        """Read how the child ended from its session's meta.json (the child's exit code as a fallback)."""
+        job.log.close()
+        seconds = time.monotonic() - job.began
+        session = self.sessions / job.run.key
+        outcome, reason = classify(session, job.process.returncode, self.audit, self.interrupted,
+                                   self.logs / f"{job.run.key}.log")
+        if outcome == "interrupted" and session.exists():
+            number = len(list(self.attempts.glob(f"{job.run.key}.*"))) + 1
+            session.rename(self.attempts / f"{job.run.key}.{number}")
+            session = self.attempts / f"{job.run.key}.{number}"
+        where = str(session.relative_to(self.runs_dir)) if session.exists() else ""
+        return Attempt(job.run.key, outcome, reason, where, seconds)
+
+    def report(self, bar: ProgressBar, attempt: Attempt) -> None:
+        note = f"{attempt.outcome}: {attempt.key}" + (f" ({attempt.reason})" if attempt.reason else "")
+        if self.bar:
+            bar.step(note[:100])
+        else:
+            bar.done += 1
+            self.progress(f"[{bar.done}/{bar.total}] {note} in {attempt.seconds:.0f} s; ETA {bar.eta():.0f} s")
+
+    # --- the end -------------------------------------------------------------------------------
+
+    def summary(self) -> list[str]:
+        """One line per outcome over the whole matrix (earlier invocations included), the first few
+        runs of each outcome other than done with their reasons, and where the results are."""
+        states = self.ledger.states()
+        by_outcome: dict[str, list[str]] = {}
+        for run in self.matrix.runs:
+            by_outcome.setdefault(states.get(run.key, {}).get("outcome", "not run"), []).append(run.key)
+        lines = [f"batch {self.matrix.name}: {len(self.matrix.runs)} run(s)"]
+        for outcome in (*OUTCOMES, "not run"):
+            keys = by_outcome.get(outcome, [])
+            if keys:
+                lines.append(f"  {outcome:<12}{len(keys):>5}")
+            if outcome != "done":
+                lines += [f"      {k}: {states[k]['reason']}" for k in keys[:3] if k in states]
+        lines.append(f"sessions in {self.sessions}; ledger {self.ledger.path}; child logs in {self.logs}")
+        return lines
+
+
+def classify(session: Path, exit_code: int | None, audited: bool, interrupted: bool,
+             log: Path) -> tuple[str, str]:
+    """(outcome, reason) of a finished child, from its session's meta.json and audit.json."""
+    try:
+        meta = json.loads((session / META_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        if interrupted:
+            return "interrupted", "Ctrl-C before the session began"
+        return "failed", f"no session (exit {exit_code}): {last_line(log)}"
+    status = meta.get("status")
+    if status == "interrupted" or (interrupted and status == "running"):
+        return "interrupted", meta.get("status_detail", "Ctrl-C")
+    if status == "timed out":
+        return "timed out", meta.get("status_detail", "")
+    if "capture" not in meta:
+        return "failed", f"capture damaged: {meta.get('capture_damage', 'not sealed')}"
+    if status != "completed":
+        return "failed", f"agent {status}: {meta.get('status_detail', '')}".rstrip(": ")
+    if meta.get("agent_exit") not in (0, STEP_LIMIT_EXIT):
+        return "failed", f"agent exited {meta.get('agent_exit')}"
+    if audited and not (session / "audit.json").exists():
+        return "failed", f"audit failed: {last_line(log)}"
+    return "done", "" if meta.get("agent_exit") == 0 else "the agent reached its step limit"
+
+
+def last_line(log: Path) -> str:
+    """The last non-empty line of a child's log."""
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    return lines[-1].removeprefix("spillage: ") if lines else "(no output)"

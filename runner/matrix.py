@@ -1,0 +1,211 @@
+"""Batch matrices: scenarios × frameworks × models × conditions × repeats, read from YAML.
+
+    name: smoke
+    scenarios: [shop-kettle-chat, bazaar-film-camera-chat]   # ids, files, or "all" (the benchmark)
+    styles: [chat]                    # optional: keep only these styles
+    frameworks: [browser-use, autogen]
+    models: [scripted:minimal, scripted:oversharer]
+    conditions:                       # optional; default: the original prompt, no note
+      - {name: original}
+      - {name: sanitized, prompt: sanitized}
+      - {name: note, system_note: "Share only what the task needs."}
+    repeats: 1
+    max_steps: 50                     # the paper's limits
+    timeout: 300
+    seed: 0                           # catalog seed of the sites
+    model_via_proxy: false            # send model calls through the proxy (the provider as observer)
+
+The format is in docs/BATCH.md. Errors are one line: `FILE:LINE: key: problem`.
+"""
+
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from spillage.runner.conditions import PROMPTS
+from spillage.runner.conditions import Condition
+from spillage.runner.model_spec import ModelSpecError
+from spillage.runner.model_spec import parse_model
+from spillage.scenarios.benchmark import BENCHMARK_DIRS
+from spillage.scenarios.loader import ScenarioError
+from spillage.scenarios.loader import load_file
+from spillage.scenarios.loader import resolve_scenario
+from spillage.scenarios.loader import scenario_files
+from spillage.scenarios.model import STYLES
+from spillage.scenarios.model import Scenario
+
+FRAMEWORKS = ("browser-use", "autogen")
+KEYS = {"name", "scenarios", "styles", "frameworks", "models", "conditions", "repeats", "max_steps",
+        "timeout", "seed", "model_via_proxy"}
+CONDITION_KEYS = {"name", "prompt", "system_note"}
+
+
+class MatrixError(ValueError):
+    """A matrix file we cannot run; str() is one line naming the file and the place."""
+
+    def __init__(self, path: Path, where: str, problem: str, line: int | None = None):
+        place = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{place}: {where}: {problem}" if where else f"{place}: {problem}")
+
+
+@dataclass(frozen=True)
+class NamedCondition:
+    """A condition of the matrix under the name its sessions carry."""
+
+    name: str
+    condition: Condition
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One cell of the matrix: what `spillage run` is asked to do, and the key it is known by."""
+
+    scenario: Scenario
+    scenario_ref: str  # as `spillage run --scenario` takes it
+    framework: str
+    model: str
+    condition: NamedCondition
+    repeat: int
+
+    @property
+    def key(self) -> str:
+        """Unique within a batch, stable across runs of it: also the session folder's name."""
+        model = parse_model(self.model).label()
+        return f"{self.scenario.id}--{self.framework}--{model}--{self.condition.name}--r{self.repeat}"
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A parsed matrix: its runs in order, and the limits every run gets."""
+
+    name: str
+    file: Path
+    runs: list[RunSpec]
+    max_steps: int
+    timeout: float
+    seed: int
+    model_via_proxy: bool
+
+
+def load_matrix(path: Path) -> Matrix:
+    """Read and check a matrix file; every scenario, model and condition is checked before anything runs."""
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise MatrixError(path, "", e.strerror or str(e)) from None
+    except UnicodeDecodeError as e:
+        raise MatrixError(path, "", f"not UTF-8 text (byte {e.start})") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise MatrixError(path, "", f"not valid YAML: {getattr(e, 'problem', None) or e}",
+                          mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise MatrixError(path, "", "expected a mapping of matrix keys (scenarios, frameworks, models, ...)")
+    lines = {key.value: key.start_mark.line + 1 for key, _ in node.value}
+    fields = _Reader(path, data, lines)
+    unknown = sorted(set(data) - KEYS)
+    if unknown:
+        raise fields.error(unknown[0], f"unknown key; expected one of {', '.join(sorted(KEYS))}")
+    scenarios = fields.scenarios()
+    frameworks = fields.strings("frameworks", FRAMEWORKS)
+    models = fields.strings("models")
+    for i, model in enumerate(models):
+        try:
+            parse_model(model)
+        except ModelSpecError as e:
+            raise fields.error(f"models[{i}]", str(e)) from None
+    conditions = fields.conditions(scenarios)
+    repeats = fields.number("repeats", 1, minimum=1)
+    runs = [RunSpec(s, ref, f, m, c, r) for (s, ref), f, m, c, r in
+            itertools.product(scenarios, frameworks, models, conditions, range(1, repeats + 1))]
+    keys = [run.key for run in runs]
+    if len(set(keys)) != len(keys):
+        twice = next(k for k in keys if keys.count(k) > 1)
+        raise fields.error("", f"two runs would share the name {twice}: give conditions distinct names")
+    return Matrix(name=str(data.get("name") or path.stem), file=path, runs=runs,
+                  max_steps=fields.number("max_steps", 50, minimum=1),
+                  timeout=float(fields.number("timeout", 300, minimum=1)),
+                  seed=fields.number("seed", 0), model_via_proxy=fields.flag("model_via_proxy"))
+
+
+class _Reader:
+    """The matrix mapping, read key by key, with errors that name the key and its line."""
+
+    def __init__(self, path: Path, data: dict, lines: dict):
+        self.path, self.data, self.lines = path, data, lines
+
+    def error(self, where: str, problem: str) -> MatrixError:
+        return MatrixError(self.path, where, problem, self.lines.get(where.split("[")[0]))
+
+    def strings(self, key: str, allowed: tuple[str, ...] = ()) -> list[str]:
+        value = self.data.get(key)
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+            raise self.error(key, "expected a non-empty list of strings")
+        for i, v in enumerate(value):
+            if allowed and v not in allowed:
+                raise self.error(f"{key}[{i}]", f"{v!r} is not one of {', '.join(allowed)}")
+        return value
+
+    def number(self, key: str, default: int, minimum: int = 0) -> int:
+        value = self.data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.error(key, f"expected a whole number of at least {minimum}, not {value!r}")
+        return value
+
+    def flag(self, key: str) -> bool:
+        value = self.data.get(key, False)
+        if not isinstance(value, bool):
+            raise self.error(key, f"expected true or false, not {value!r}")
+        return value
+
+    def scenarios(self) -> list[tuple[Scenario, str]]:
+        """(scenario, reference for `spillage run --scenario`) for every scenario named, after `styles`."""
+        styles = self.strings("styles", STYLES) if "styles" in self.data else list(STYLES)
+        refs = self.strings("scenarios")
+        found: list[tuple[Scenario, str]] = []
+        for i, ref in enumerate(refs):
+            try:
+                if ref == "all":
+                    found += [(s, s.id) for f in scenario_files(BENCHMARK_DIRS) for s in load_file(f)]
+                elif Path(ref).is_file():
+                    found += [(s, ref) for s in load_file(Path(ref))]
+                else:
+                    found.append((resolve_scenario(ref), ref))
+            except ScenarioError as e:
+                raise self.error(f"scenarios[{i}]", str(e)) from None
+        kept = [(s, ref) for s, ref in found if s.style in styles]
+        if not kept:
+            raise self.error("scenarios", "no scenario left after the styles filter")
+        return list({s.id: (s, ref) for s, ref in kept}.values())
+
+    def conditions(self, scenarios: list[tuple[Scenario, str]]) -> list[NamedCondition]:
+        """The conditions (default: the original prompt), each checked against every scenario."""
+        value = self.data.get("conditions", [{"name": "original"}])
+        if not isinstance(value, list) or not value:
+            raise self.error("conditions", "expected a non-empty list of {name, prompt, system_note}")
+        named = []
+        for i, item in enumerate(value):
+            where = f"conditions[{i}]"
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+                raise self.error(where, "expected a mapping with a name")
+            if not re.fullmatch(r"[A-Za-z0-9_.]+(-[A-Za-z0-9_.]+)*", item["name"]):
+                raise self.error(where, f"name {item['name']!r}: use letters, digits, '.', '_' and single '-'")
+            if set(item) - CONDITION_KEYS:
+                raise self.error(where, f"unknown key {sorted(set(item) - CONDITION_KEYS)[0]!r}; "
+                                        f"expected {', '.join(sorted(CONDITION_KEYS))}")
+            if item.get("prompt", "original") not in PROMPTS:
+                raise self.error(where, f"prompt must be one of {', '.join(PROMPTS)}")
+            condition = Condition(item.get("prompt", "original"), str(item.get("system_note") or ""))
+            for scenario, _ in scenarios:
+                try:
+                    condition.task(scenario)
+                except ValueError as e:
+                    raise self.error(where, str(e)) from None
+            named.append(NamedCondition(item["name"], condition))
+        return named
