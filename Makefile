@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SCENARIO ?= shop-kettle-chat
 
-.PHONY: demo test test-fast chromium screenshots bench clean
+.PHONY: demo test test-fast chromium tshark autogen screenshots report-example bench bench-runs clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or run make PYTHON=/path/to/python3.12"; exit 1; }
@@ -23,22 +23,51 @@ chromium:
 		apt-get install -y chromium >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y chromium >/dev/null; }; \
 	else echo "Chromium is missing: run 'sudo apt-get install -y chromium' (Debian's package), then 'make demo' again"; exit 1; fi
 
+tshark:
+	@if command -v tshark >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		echo "installing Debian's tshark"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y tshark >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y tshark >/dev/null; }; \
+	else echo "tshark is missing: run 'sudo apt-get install -y tshark' (Debian's package), then 'make test' again"; exit 1; fi
+
 demo: $(STAMP) chromium
 	$(BIN)/spillage run --scenario $(SCENARIO) --agent browser-use --model scripted:oversharer --audit
 
-test: $(STAMP) chromium
+test: $(STAMP) chromium tshark autogen
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not e2e"
 
+# AutoGen's own venv (.venv-autogen: it pins protobuf 5, browser-use needs 6); also made on first use.
+autogen: $(STAMP)
+	$(BIN)/python -m spillage.runner.autogen_venv
+
 screenshots: $(STAMP) chromium
 	$(BIN)/python -m spillage.origins.screenshots --out docs/screenshots
+
+# The example in docs/REPORTS.md: the smoke matrix's scripted runs, reported, plots as PNG.
+REPORT_RUNS := runs/report-example
+report-example: $(STAMP) chromium autogen
+	rm -rf $(REPORT_RUNS) docs/report-example
+	$(BIN)/spillage batch matrices/smoke.yaml --runs-dir $(REPORT_RUNS) --jobs 2
+	$(BIN)/spillage report $(REPORT_RUNS) --out docs/report-example --by framework,model --png \
+		--compare model=scripted:minimal model=scripted:oversharer
+	$(BIN)/spillage inspect $(REPORT_RUNS)/sessions/shop-kettle-chat--browser-use--scripted-oversharer--original--r1 \
+		> docs/report-example/inspect.txt
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_capturelog.py
 	$(BIN)/python bench/bench_proxy.py
+	$(BIN)/python bench/bench_replay.py
 	$(BIN)/python bench/bench_origins.py
+	$(BIN)/python bench/bench_formats.py
+	$(BIN)/python bench/bench_report.py
+
+# Whole runs (one per framework, the smoke matrix at --jobs 1 and 2): about 15 minutes.
+bench-runs: $(STAMP) chromium autogen
+	$(BIN)/python bench/bench_runs.py
 
 clean:
-	rm -rf $(VENV) runs .spillage .pytest_cache
+	rm -rf $(VENV) .venv-autogen runs .spillage .pytest_cache
