@@ -52,7 +52,7 @@ def write_batch_report(batch: Batch, out: Path, options: ReportOptions = ReportO
     table = group_table(sessions, options.by, options.seed)
     figures = [Figure(name, title, PLOTS[name](table, options.by)) for name, title in FIGURES.items()]
     blocks = [method_paragraph(len(sessions), len(batch.excluded), options.by, options.seed,
-                               int((~sessions["verified"]).sum())),
+                               int((~sessions["verified"]).sum()), int(sessions["imported"].sum())),
               *group_tables(table, options.by), *figures]
     written = {}
     if options.compare:

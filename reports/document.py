@@ -108,9 +108,12 @@ def compare_blocks(compared: pd.DataFrame, a: str, b: str, by: tuple[str, ...], 
     return blocks
 
 
-def method_paragraph(sessions: int, excluded: int, by: tuple[str, ...], seed: int, unverified: int) -> Paragraph:
+def method_paragraph(sessions: int, excluded: int, by: tuple[str, ...], seed: int, unverified: int,
+                     imported: int = 0) -> Paragraph:
     flagged = (f" {UNVERIFIED} marks sessions whose capture failed verification, included on request; "
                f"their audits cover only the records before the damage ({unverified} such sessions).") if unverified else ""
+    flagged += (f" {imported} of the sessions were imported from capture files (`spillage import`): their "
+                "chains vouch for the import, not for the original capture (framework `imported`).") if imported else ""
     return Paragraph(
         f"{sessions} sessions, {excluded} excluded (listed below). Grouped by {', '.join(by)}. "
         f"Each rate is a pooled ratio over the group's sessions (OR = occurrences / actions; "

@@ -135,6 +135,7 @@ def session_counts(audit: dict) -> dict:
     parties = [set(a["parties"]) for a in recovered["attributes"]]
     return {
         "verified": bool(audit["capture"]["verified"]),
+        "imported": (audit.get("provenance") or {}).get("source") == "import",
         "actions": int(summary["actions"]),
         **{c: int(summary["occurrences"][c]) for c in CATEGORIES},
         "task_success": int(bool(summary["task_success"])),

@@ -16,19 +16,23 @@ CATEGORIES = ("C_E", "C_I", "B_E", "B_I")
 def write_audited_session(root: Path, name: str, *, framework: str = "browser-use", model: str = "scripted:a",
                           site: str = "shop.test", style: str = "chat", prompt: str = "original",
                           actions: int = 10, occurrences: dict[str, int] | None = None, success: bool = True,
-                          irrelevant: int = 5, recovered: list[set[str]] = (), verified: bool = True) -> Path:
+                          irrelevant: int = 5, recovered: list[set[str]] = (), verified: bool = True,
+                          imported: bool = False) -> Path:
     """A session folder whose audit.json says exactly these numbers; `recovered` holds the parties
-    (first-party, third-party) of each recovered irrelevant attribute."""
+    (first-party, third-party) of each recovered irrelevant attribute; `imported`: made by `spillage
+    import` (no agent in meta.json, an import provenance in the audit)."""
     occurrences = {c: 0 for c in CATEGORIES} | (occurrences or {})
     folder = root / name
     folder.mkdir(parents=True)
     scenario = f"{site.split('.')[0]}-thing-{style}"
     (folder / "capture.jsonl").write_text("", encoding="utf-8")
     (folder / "scenario.yaml").write_text(f"id: {scenario}\nsite: {site}\nstyle: {style}\n", encoding="utf-8")
+    source = {"format": "har", "file": "recorded.har", "size": 1234, "sha256": "a" * 64}
     (folder / "meta.json").write_text(json.dumps({
         "session": name, "scenario": {"id": scenario},
-        "agent": {"framework": framework, "model": model, "label": f"{framework}-{model}"},
-        "condition": {"prompt": prompt, "system_note": ""}, "status": "completed"}), encoding="utf-8")
+        **({"import": source, "status": "imported"} if imported else {
+            "agent": {"framework": framework, "model": model, "label": f"{framework}-{model}"},
+            "condition": {"prompt": prompt, "system_note": ""}, "status": "completed"})}), encoding="utf-8")
     action_list = [{"n": n, "kind": "click", "what": "click", "channel": "content" if n % 2 else "behavioral",
                     "text": f"action {n}", "seq": n, "url": f"https://{site}/", "observers": [site],
                     "evidence": [n]} for n in range(1, actions + 1)]
@@ -48,7 +52,8 @@ def write_audited_session(root: Path, name: str, *, framework: str = "browser-us
         "judge": "lexical",
         "capture": {"verified": verified, "records": 100, "audited_records": 100 if verified else 50,
                     "head": "0" * 64, **({} if verified else {"damage": "modified", "message": "hash mismatch"})},
-        "provenance": {"source": "proxy", "chain_vouches_for": "the capture"},
+        "provenance": ({"source": "import", **source, "chain_vouches_for": "the import, not the original capture"}
+                       if imported else {"source": "proxy", "chain_vouches_for": "the capture"}),
         "actions": action_list, "events": events,
         "choices": {"queries": [], "filters": [], "sorts": [], "viewed": [], "carted": [], "removed": [],
                     "listed": [], "watched": [], "checkouts": [], "final": {"products": [], "checked_out": success},

@@ -144,6 +144,14 @@ def test_unverified_sessions_included_on_request_are_flagged(runs, tmp_path):
     assert "† marks sessions whose capture failed verification" in md
 
 
+def test_imported_sessions_are_grouped_apart_and_the_report_says_what_their_chain_vouches_for(runs, tmp_path):
+    write_audited_session(runs, "from-a-har", imported=True, occurrences={"C_E": 1})
+    table, md = report(runs, tmp_path / "out")
+    assert row(table, ("imported", "-", "shop.test", "chat")).sessions == 1
+    assert "1 of the sessions were imported from capture files" in md
+    assert "not for the original capture" in md
+
+
 def test_compare_two_prompts_per_group(tmp_path):
     root = tmp_path / "runs"
     for i, (a, b) in enumerate([(4, 1), (2, 1), (3, 0)]):
