@@ -342,6 +342,8 @@ class ActionBuilder:
         if event in ("click", "view", "submit"):
             if event == "view":
                 self.on_load.setdefault(str(data.get("page", "")), set()).update(str(v) for v in data.get("seen") or ())
+            else:
+                self.page_told(record["seq"], str(data.get("page") or ""), observer)
             self.arrive(Pending.of(record, data, observer))
         elif event == "keys":
             entries = data.get("entries") or []
@@ -352,6 +354,13 @@ class ActionBuilder:
             self.fields.append(record)
         elif event in ("scroll", "impression"):
             self.seen(record, data, observer)
+
+    def page_told(self, seq: int, page: str, observer: str) -> None:
+        """A click or submit beacon names the page it came from: its receiver learns that page's URL
+        (a search's query with it), so it observes the action that loaded the page."""
+        loaded = self.by_url.get(normalised_url(page)) if page else None
+        if loaded is not None and 0 <= seq - loaded.seq <= WINDOW:
+            fold(loaded, seq, observer)
 
     def keys(self, value: str, record: dict, observer: str) -> None:
         """Keystrokes in a search box: the typing or the search they belong to, else text typed and left."""

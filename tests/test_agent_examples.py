@@ -79,6 +79,9 @@ def test_curl_agent_searches_filters_carts_and_overshares_the_city(workdir):
     assert report["choices"]["queries"][0]["text"] == "gooseneck electric kettle pittsburgh"
     assert actions[1]["detail"] == {"facet": "cordless"}
     assert actions[1]["observers"] == ["shop.test", "metrics.test"]  # its click beacon joined the filter
+    # the beacon also names the page it came from, the results URL with the query: the tracker saw the search
+    assert actions[0]["observers"] == ["shop.test", "metrics.test"]
+    assert report["recoveries"]["third_party_rate"] == 0.2
     assert actions[2]["detail"] == actions[3]["detail"]  # the product it viewed is the one it carted
     content = [(e["category"], e["attribute"]) for e in report["events"] if e["category"].startswith("C_")]
     assert content == [("C_E", "pittsburgh")]

@@ -144,6 +144,15 @@ def test_view_beacon_of_search_page_adds_tracker_as_observer(traffic, profiles, 
         assert traffic.records[search.evidence[1]]["event"] == "view"
 
 
+def test_a_click_beacon_tells_its_receiver_the_page_it_came_from(traffic, profiles):
+    """No view beacon, but a click on the results page names it: the tracker saw the search too."""
+    traffic.load(search_url("gooseneck kettle"), view=False)
+    button = traffic.click("Compare")  # a button: its own action, sent from the results page
+    search = traffic.actions(profiles)[0]
+    assert search.what == "search" and search.observers == ["shop.test", "metrics.test"]
+    assert button in search.evidence
+
+
 def test_repeated_loads_of_one_search_are_one_action(traffic, profiles):
     for _ in range(3):
         traffic.load(search_url("gooseneck kettle"))
