@@ -55,11 +55,12 @@ def audit_one(session: Path, judge: str, judge_options: dict, allow_unverified: 
 
 
 class ProgressBar:
-    """`[#####-----] 12/40 sessions, 3 s, ETA 6 s` on stderr, redrawn in place; `what` names the work."""
+    """`[#####-----] 12/40 sessions, 3 s, ETA 6 s` on stderr, redrawn in place; `what` names the work.
+    With `redraw=False` (a log file, CI) each step is a line of its own: `[12/40] note; 3 s, ETA 6 s`."""
 
-    def __init__(self, total: int, stream=None, what: str = "audit", unit: str = "sessions"):
+    def __init__(self, total: int, stream=None, what: str = "audit", unit: str = "sessions", redraw: bool = True):
         self.total, self.done, self.stream = total, 0, stream or sys.stderr  # stderr as it is now, not at import
-        self.what, self.unit = what, unit
+        self.what, self.unit, self.redraw = what, unit, redraw
         self.began = time.monotonic()
 
     def eta(self) -> float:
@@ -69,6 +70,10 @@ class ProgressBar:
     def step(self, note: str = "") -> None:
         self.done += 1
         elapsed = time.monotonic() - self.began
+        if not self.redraw:
+            print(f"spillage: {self.what} [{self.done}/{self.total}] {note}; {elapsed:.0f} s, ETA {self.eta():.0f} s",
+                  file=self.stream, flush=True)
+            return
         filled = round(BAR * self.done / self.total)
         end = "\n" if self.done == self.total else ""
         print(f"\rspillage: {self.what} [{'#' * filled}{'-' * (BAR - filled)}] {self.done}/{self.total} "

@@ -133,7 +133,7 @@ class Batch:
             return {}
         self.prepare(todo)
         self.progress(f"batch {self.matrix.name}: {len(todo)} run(s), {self.jobs} at a time, into {self.sessions}")
-        bar = ProgressBar(len(todo), what="batch", unit="runs")
+        bar = ProgressBar(len(todo), what="batch", unit="runs", redraw=self.bar)
         queue, running, finished = list(todo), [], {}
         previous = signal.signal(signal.SIGINT, self.on_interrupt)
         try:
@@ -234,13 +234,10 @@ class Batch:
         where = str(session.relative_to(self.runs_dir)) if session.exists() else ""
         return Attempt(job.run.key, outcome, reason, where, seconds)
 
-    def report(self, bar: ProgressBar, attempt: Attempt) -> None:
-        note = f"{attempt.outcome}: {attempt.key}" + (f" ({attempt.reason})" if attempt.reason else "")
-        if self.bar:
-            bar.step(note[:100])
-        else:
-            bar.done += 1
-            self.progress(f"[{bar.done}/{bar.total}] {note} in {attempt.seconds:.0f} s; ETA {bar.eta():.0f} s")
+    @staticmethod
+    def report(bar: ProgressBar, attempt: Attempt) -> None:
+        bar.step(f"{attempt.outcome}: {attempt.key}" + (f" ({attempt.reason})" if attempt.reason else "")
+                 + f" in {attempt.seconds:.0f} s")
 
     # --- the end -------------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """`spillage batch`: the ledger, how outcomes are read, and whole batches with real runs —
 interrupted with Ctrl-C and resumed, a timed-out run recorded and retried."""
 
+import io
 import json
 import re
 import shutil
@@ -13,6 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from spillage.audit.batch import ProgressBar
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.verify import verify
 from spillage.runner.batch import Attempt
@@ -167,3 +169,14 @@ def test_a_timed_out_run_is_recorded_skipped_on_resume_and_retried_on_request(tm
                              timeout=300)
     assert retried.returncode == 1 and len(ledger_lines(batch_dir)) == 2
     assert verify(batch_dir / "attempts" / f"{key}.1").ok  # the first attempt is kept, not overwritten
+
+
+def test_without_a_terminal_each_finished_run_is_a_line_with_the_eta():
+    out = io.StringIO()
+    bar = ProgressBar(3, stream=out, what="batch", unit="runs", redraw=False)
+    bar.step("done: a in 20 s")
+    bar.step("failed: b (agent exited 1) in 3 s")
+    lines = out.getvalue().splitlines()
+    assert [line.split(";")[0] for line in lines] == [
+        "spillage: batch [1/3] done: a in 20 s", "spillage: batch [2/3] failed: b (agent exited 1) in 3 s"]
+    assert all(re.search(r"; \d+ s, ETA \d+ s$", line) for line in lines) and "\r" not in out.getvalue()
