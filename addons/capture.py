@@ -1,6 +1,8 @@
 """Write every request, response, beacon, form submission and refusal into the capture log."""
 
 import logging
+import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -9,18 +11,41 @@ from mitmproxy import http
 from mitmproxy import tls
 from mitmproxy import version as mitmproxy_version
 
-from spillage.addons.egress import EGRESS_KEY
+from spillage.addons.failclosed import FAILED_KEY
+from spillage.addons.failclosed import SEQ_KEY
+from spillage.addons.failclosed import fail_closed
+from spillage.proxy.capturelog import DEFAULT_CHECKPOINT_EVERY
 from spillage.proxy.capturelog import DEFAULT_INLINE_LIMIT
 from spillage.proxy.capturelog import CaptureWriter
-from spillage.proxy.flowrecords import DEFAULT_BEACON_URLS
-from spillage.proxy.flowrecords import write_refusal
-from spillage.proxy.flowrecords import write_request
-from spillage.proxy.flowrecords import write_response
+from spillage.proxy.capturelog import canonical_json
+from spillage.proxy.formats.flowrecords import DEFAULT_BEACON_URLS
+from spillage.proxy.formats.flowrecords import clean_text
+from spillage.proxy.formats.flowrecords import write_derived
+from spillage.proxy.formats.flowrecords import write_refusal
+from spillage.proxy.formats.flowrecords import write_request_record
+from spillage.proxy.formats.flowrecords import write_response
+from spillage.proxy.refusal import EGRESS_KEY
+from spillage.proxy.signing import SessionKey
 from spillage.proxy.version import SPILLAGE_VERSION
 
-SEQ_KEY = "spillage.seq"
+#: What the proxy prints on stdout after each checkpoint, for the runner (runner/heads.py).
+CHECKPOINT_PREFIX = "spillage checkpoint "
+SEALED_PREFIX = "spillage sealed "
 
 logger = logging.getLogger(__name__)
+
+
+def read_session_key(fd: int) -> SessionKey:
+    """The session key the runner wrote to the pipe `fd` (read whole, then closed)."""
+    with os.fdopen(fd, "r", encoding="utf-8") as pipe:
+        return SessionKey.from_json(pipe.read())
+
+
+def report_checkpoint(record: dict, final: bool) -> None:
+    """Tell the runner the signed head, one line on stdout: a channel the agent cannot write."""
+    prefix = SEALED_PREFIX if final else CHECKPOINT_PREFIX
+    sys.stdout.write(prefix + canonical_json(record).decode("utf-8") + "\n")
+    sys.stdout.flush()
 
 
 class Capture:
@@ -44,13 +69,26 @@ class Capture:
             "host/path of event endpoints whose requests are also recorded as beacons: the "
             "third-party tracker's and the shops' own first-party event logs.",
         )
+        loader.add_option(
+            "spillage_signer_fd", int, -1,
+            "File descriptor of a pipe holding the session key and its certificate; the log is signed "
+            "with it (-1: an unsigned log).",
+        )
+        loader.add_option(
+            "spillage_checkpoint_every", int, DEFAULT_CHECKPOINT_EVERY,
+            "Records between signed checkpoints (one is also written each second records arrive).",
+        )
 
     def configure(self, updated):
         if "spillage_session" in updated and ctx.options.spillage_session:
             self.close("session changed")
+            fd = ctx.options.spillage_signer_fd
             self.writer = CaptureWriter(
                 Path(ctx.options.spillage_session),
                 inline_limit=ctx.options.spillage_inline_limit,
+                signing=read_session_key(fd) if fd >= 0 else None,
+                checkpoint_every=ctx.options.spillage_checkpoint_every,
+                on_checkpoint=report_checkpoint,
             )
 
     def running(self):
@@ -70,37 +108,44 @@ class Capture:
                 "inline_limit": ctx.options.spillage_inline_limit,
                 "beacon_urls": list(ctx.options.spillage_beacon_urls),
                 "model_hosts": list(ctx.options.spillage_model_hosts),
+                "signed": self.writer.signed,
             },
         )
 
+    @fail_closed
     def http_connect(self, flow: http.HTTPFlow) -> None:
         refusal = flow.metadata.get(EGRESS_KEY)
         if refusal:
             self.write_refusal(flow, refusal, url=f"{flow.request.host}:{flow.request.port}")
 
+    @fail_closed
     def request(self, flow: http.HTTPFlow) -> None:
         refusal = flow.metadata.get(EGRESS_KEY)
         if refusal:
             self.write_refusal(flow, refusal, url=flow.request.pretty_url)
             return
-        record = write_request(self.write, self.body, flow.id, flow.request,
-                               ctx.options.spillage_beacon_urls)
+        if FAILED_KEY in flow.metadata:
+            return
+        record = write_request_record(self.write, self.body, flow.id, flow.request)
         if record is not None:
             flow.metadata[SEQ_KEY] = record["seq"]
+            write_derived(self.write, flow.id, record, flow.request, ctx.options.spillage_beacon_urls)
 
+    @fail_closed
     def response(self, flow: http.HTTPFlow) -> None:
         if EGRESS_KEY in flow.metadata or SEQ_KEY not in flow.metadata:
             return
         write_response(self.write, self.body, flow.id, flow.metadata[SEQ_KEY], flow.response)
 
+    @fail_closed
     def error(self, flow: http.HTTPFlow) -> None:
-        self.write("error", flow=flow.id, request=flow.metadata.get(SEQ_KEY),
-                   message=flow.error.msg if flow.error else "unknown error")
+        message = flow.error.msg if flow.error else "unknown error"
+        self.write("error", flow=flow.id, request=flow.metadata.get(SEQ_KEY), message=clean_text(message))
 
     def tls_failed_client(self, data: tls.TlsData) -> None:
-        sni = data.conn.sni or "?"
+        sni = clean_text(data.conn.sni or "?")
         self.write("error", flow=None, request=None,
-                   message=f"client TLS handshake failed for {sni}: {data.conn.error}")
+                   message=clean_text(f"client TLS handshake failed for {sni}: {data.conn.error}"))
 
     def done(self):
         self.close("proxy shutdown")
@@ -108,6 +153,13 @@ class Capture:
     def write_refusal(self, flow: http.HTTPFlow, refusal: dict, url: str) -> None:
         """Record a refused request or tunnel, keeping everything the client sent."""
         write_refusal(self.write, self.body, flow.id, flow.request, url, refusal)
+
+    def write_blocked(self, flow_id: str, method: str, url: str, host: str, port: int, data: bytes,
+                      refusal: dict) -> None:
+        """Record a refused connection that carried no HTTP request (raw TCP, an unrouted name)."""
+        self.write("egress_blocked", flow=flow_id, method=method, url=clean_text(url),
+                   host=clean_text(host), port=port, background=refusal["background"], headers=[],
+                   body=self.body(data), reason=refusal["reason"])
 
     def body(self, data: bytes | None) -> dict | None:
         """The body object of `data` (None while no log is open)."""
@@ -126,7 +178,7 @@ class Capture:
             return None
 
     def close(self, reason: str) -> None:
-        """Seal the log with `session_end` and close it."""
+        """Seal the log with `session_end` (and its final signed checkpoint) and close it."""
         if self.writer is None:
             return
         self.write("session_end", reason=reason, records=self.writer.count)

@@ -4,35 +4,40 @@ from collections.abc import Sequence
 
 from mitmproxy import ctx
 from mitmproxy import http
-from mitmproxy import tcp
 from mitmproxy import version
 
-from spillage.addons.hosts import background_reason
-from spillage.addons.hosts import is_search_host
-from spillage.addons.hosts import is_test_host
-from spillage.addons.hosts import normalise_host
-
-REFUSED_BODY = b"spillage: egress refused; only *.test hosts are reachable through this proxy\n"
-
-# flow.metadata key under which the refusal is described for the capture addon.
-EGRESS_KEY = "spillage.egress"
-
-
-def refusal(flow: http.HTTPFlow, stage: str) -> dict:
-    """Describe why `flow` is refused: which stage, and whether it is browser background traffic."""
-    path = flow.request.path if stage == "request" else None
-    reason = background_reason(flow.request.pretty_host, path)
-    what = f"browser background ({reason})" if reason else "not a .test host"
-    return {"background": reason is not None, "reason": f"{stage} refused: {what}"}
+from spillage.addons.failclosed import fail_closed
+from spillage.proxy.hosts import background_reason
+from spillage.proxy.hosts import is_search_host
+from spillage.proxy.hosts import is_test_host
+from spillage.proxy.hosts import normalise_host
+from spillage.proxy.refusal import EGRESS_KEY
+from spillage.proxy.refusal import REFUSED_BODY
+from spillage.proxy.refusal import describe_refusal
 
 
-def refuse(flow: http.HTTPFlow, stage: str) -> None:
-    """Answer `flow` with 403 and mark it for the capture log."""
-    flow.metadata[EGRESS_KEY] = refusal(flow, stage)
+def refuse(flow: http.HTTPFlow, refusal: dict) -> None:
+    """Answer `flow` with 403 and mark it, described by `refusal`, for the capture log."""
+    flow.metadata[EGRESS_KEY] = refusal
     flow.response = http.Response.make(
         403, REFUSED_BODY,
         {"Content-Type": "text/plain; charset=utf-8", "Server": version.MITMPROXY},
     )
+
+
+def host_mismatch(request: http.Request) -> str | None:
+    """Why the request's target and its Host header (or :authority) name different hosts, or None.
+
+    A request inside a tunnel to one host that names another in Host, or an absolute-form URL whose
+    host is not the Host header's, is refused: the log must say where the client really sent it."""
+    named = request.host_header
+    if not named or request.method == "CONNECT":
+        return None
+    target = normalise_host(request.host)
+    header = normalise_host(named.rsplit(":", 1)[0] if not named.startswith("[") else named.split("]")[0] + "]")
+    if target.strip("[]") == header.strip("[]"):
+        return None
+    return f"request refused: Host {named!r} does not name the request's target {request.host!r}"
 
 
 class EgressPolicy:
@@ -43,8 +48,8 @@ class EgressPolicy:
     contacts on its own and never a search engine (updates, sign-in, time). Any other tunnel opens
     to the proxy itself: with `connection_strategy=lazy` no upstream connection is made, TLS is
     intercepted with our CA, and the request inside is refused with its full URL, so a search the
-    agent sent to an outside engine is recorded with its query. Raw TCP inside such a tunnel is
-    killed before it could reach anyone."""
+    agent sent to an outside engine is recorded with its query. Whatever else a tunnel carries (raw
+    TCP, another protocol) never gets a server connection: see addons/guard.py."""
 
     def load(self, loader):
         loader.add_option(
@@ -56,18 +61,18 @@ class EgressPolicy:
     def allowed(self, host: str, port: int) -> bool:
         return is_test_host(host) or f"{normalise_host(host)}:{port}" in ctx.options.spillage_model_hosts
 
+    @fail_closed
     def http_connect(self, flow: http.HTTPFlow) -> None:
         host = flow.request.host
         if not self.allowed(host, flow.request.port) and background_reason(host) and not is_search_host(host):
-            refuse(flow, "connect")
+            refuse(flow, describe_refusal(host, None, "connect"))
 
+    @fail_closed
     def request(self, flow: http.HTTPFlow) -> None:
         if flow.response or flow.error:
             return
-        if not self.allowed(flow.request.pretty_host, flow.request.port):
-            refuse(flow, "request")
-
-    def tcp_start(self, flow: tcp.TCPFlow) -> None:
-        server = flow.server_conn.address
-        if server is None or not self.allowed(server[0], server[1]):
-            flow.kill()
+        mismatch = host_mismatch(flow.request)
+        if mismatch:
+            refuse(flow, {"background": False, "reason": mismatch})
+        elif not self.allowed(flow.request.pretty_host, flow.request.port):
+            refuse(flow, describe_refusal(flow.request.pretty_host, flow.request.path, "request"))

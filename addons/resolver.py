@@ -4,7 +4,8 @@ from mitmproxy import ctx
 from mitmproxy import exceptions
 from mitmproxy import http
 
-from spillage.addons.hosts import is_test_host
+from spillage.addons.failclosed import fail_closed
+from spillage.proxy.hosts import is_test_host
 
 
 def parse_origin(value: str) -> tuple[str, int]:
@@ -44,6 +45,7 @@ class LoopbackResolver:
             except ValueError as e:
                 raise exceptions.OptionsError(f"spillage_origin: {e}") from e
 
+    @fail_closed
     def request(self, flow: http.HTTPFlow) -> None:
         if flow.response or flow.error or not is_test_host(flow.request.pretty_host):
             return

@@ -10,7 +10,8 @@ from pathlib import Path
 from spillage.audit.session_audit import AuditError
 from spillage.audit.session_audit import audit_session
 from spillage.audit.session_audit import write_report
-from spillage.proxy.capturelog import LOG_NAME
+from spillage.proxy.layout import LOG_NAME
+from spillage.proxy.layout import sessions_below
 
 BAR = 24
 
@@ -25,7 +26,8 @@ class Outcome:
 
 
 def find_sessions(paths: list[Path]) -> list[Path]:
-    """Session folders named by `paths`: a folder holding a capture log, or every such folder below one."""
+    """Session folders named by `paths`: a folder holding a capture log, or every such folder below one
+    (not in hidden folders such as agents' `.work/`)."""
     found = []
     for path in paths:
         path = Path(path)
@@ -34,7 +36,7 @@ def find_sessions(paths: list[Path]) -> list[Path]:
         if (path / LOG_NAME).is_file():
             found.append(path)
         elif path.is_dir():
-            found.extend(sorted(log.parent for log in path.rglob(LOG_NAME)))
+            found.extend(sessions_below(path))
         else:
             raise AuditError(f"{path}: no such session folder")
     return list(dict.fromkeys(found))

@@ -19,18 +19,18 @@ from spillage.audit.model_provider import add_provider
 from spillage.audit.recoveries import first_party_site
 from spillage.audit.recoveries import recoveries
 from spillage.origins.knowledge import site_profiles
-from spillage.proxy.capturelog import LOG_NAME
+from spillage.proxy.layout import CATALOG_COPY
+from spillage.proxy.layout import LOG_NAME
+from spillage.proxy.layout import REPORT_NAME
+from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.capturelog import CaptureError
-from spillage.proxy.capturelog import capture_path
+from spillage.proxy.layout import capture_path
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.verify import verify
 from spillage.scenarios.loader import ScenarioError
 from spillage.scenarios.loader import load_scenario
 from spillage.scenarios.model import Scenario
 
-SCENARIO_COPY = "scenario.yaml"
-CATALOG_COPY = "catalog.sqlite"
-REPORT_NAME = "audit.json"
 FORMAT, VERSION = "spillage-audit", 1
 SCHEMA_PATH = Path(__file__).with_name("audit.schema.json")
 
@@ -158,7 +158,7 @@ def summary_text(report: dict) -> str:
     source = report.get("provenance") or {}
     if source.get("source") == "import":
         verified += (f" (imported from {source['file']}, {source['format']}, sha256 {source['sha256'][:12]}…: "
-                     "the chain vouches for the import, not for the original capture)")
+                     "the chain and its signature vouch for the import, not for the original capture)")
     lines = [
         f"session {report['session']}  scenario {report['scenario']}  judge {report['judge']}",
         f"capture {verified}: {capture['audited_records']} of {capture['records']} records",

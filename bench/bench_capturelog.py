@@ -2,7 +2,10 @@
 
     python bench/bench_capturelog.py [--records 20000]
 
-Prints one line per measurement and the ratios; docs/BENCHMARKS.md records the results.
+Writes the same records unsigned and signed (a Merkle tree head over every line, an Ed25519-signed
+checkpoint every 256 records), verifies both, and cuts and checks an inclusion proof and a consistency
+proof from the signed one. Prints one line per measurement and the ratios; docs/BENCHMARKS.md records
+the results.
 """
 
 import argparse
@@ -11,8 +14,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from spillage.proxy.capturelog import CaptureWriter
 from spillage.proxy.capturelog import iter_records
+from spillage.proxy.capturelog import utc_timestamp
+from spillage.proxy.layout import LOG_NAME
+from spillage.proxy.proofs import check_proof
+from spillage.proxy.proofs import prove_consistency
+from spillage.proxy.proofs import prove_inclusion
+from spillage.proxy.signing import SessionKey
 from spillage.proxy.verify import verify
 
 HEADERS = [["Host", "shop.test"], ["User-Agent", "Mozilla/5.0 (X11; Linux x86_64) Chrome/150"],
@@ -20,14 +31,14 @@ HEADERS = [["Host", "shop.test"], ["User-Agent", "Mozilla/5.0 (X11; Linux x86_64
 PAGE = ("<li data-product=\"106\"><a href=\"/p/106\">Fenn Gooseneck Kettle</a></li>\n" * 60).encode()
 
 
-def timed(fn) -> float:
+def timed(fn) -> tuple[float, object]:
     began = time.perf_counter()
-    fn()
-    return time.perf_counter() - began
+    value = fn()
+    return time.perf_counter() - began, value
 
 
-def write_session(session: Path, records: int) -> None:
-    with CaptureWriter(session) as writer:
+def write_session(session: Path, records: int, signing: SessionKey | None) -> None:
+    with CaptureWriter(session, signing=signing) as writer:
         writer.append("session_start", session=session.name,
                       tool={"name": "bench", "version": "0", "mitmproxy": "-"}, options={})
         for i in range(records // 2):
@@ -44,18 +55,29 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=20000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        session = Path(tmp) / "session"
-        t_write = timed(lambda: write_session(session, args.records))
-        log = session / "capture.jsonl"
+        plain, signed = Path(tmp) / "plain", Path(tmp) / "signed"
+        signing = SessionKey.issue(Ed25519PrivateKey.generate(), signed.name, utc_timestamp())
+        t_write, _ = timed(lambda: write_session(plain, args.records, None))
+        t_write_signed, _ = timed(lambda: write_session(signed, args.records, signing))
+        log = signed / LOG_NAME
         size_mb = log.stat().st_size / 1e6
-        t_sha = timed(lambda: subprocess.run(["sha256sum", str(log)], check=True, capture_output=True))
-        t_read = timed(lambda: sum(1 for _ in iter_records(session)))
-        t_verify = timed(lambda: verify(session))
-    print(f"log: {args.records} records, {size_mb:.1f} MB")
-    for name, seconds in [("sha256sum (anchor)", t_sha), ("write", t_write),
-                          ("read", t_read), ("verify", t_verify)]:
-        print(f"{name:<20} {seconds:8.3f} s  {size_mb / seconds:8.1f} MB/s  "
-              f"{seconds / t_sha:6.1f}x anchor")
+        t_sha, _ = timed(lambda: subprocess.run(["sha256sum", str(log)], check=True, capture_output=True))
+        t_read, _ = timed(lambda: sum(1 for _ in iter_records(signed)))
+        t_verify, _ = timed(lambda: verify(plain))
+        t_verify_signed, result = timed(lambda: verify(signed))
+        assert result.ok and result.signed, result.summary()
+        sizes = sorted(r.record["records"] for r in iter_records(signed) if r.record["kind"] == "checkpoint")
+        t_prove, proof = timed(lambda: prove_inclusion(signed, args.records // 2))
+        t_check, verdict = timed(lambda: check_proof(proof))
+        t_consistency, consistency = timed(lambda: prove_consistency(signed, sizes[len(sizes) // 2], sizes[-1]))
+        assert verdict[0] and check_proof(consistency)[0]
+    print(f"log: {args.records} records, {size_mb:.1f} MB signed ({len(sizes)} checkpoints)")
+    for name, seconds in [("sha256sum (anchor)", t_sha), ("write, unsigned", t_write),
+                          ("write, signed", t_write_signed), ("read", t_read), ("verify, unsigned", t_verify),
+                          ("verify, signed", t_verify_signed), ("prove inclusion", t_prove),
+                          ("prove consistency", t_consistency)]:
+        print(f"{name:<20} {seconds:8.3f} s  {size_mb / seconds:8.1f} MB/s  {seconds / t_sha:6.1f}x anchor")
+    print(f"{'verify-proof':<20} {t_check * 1000:8.3f} ms (no log at hand)")
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from spillage.proxy.capturelog import CaptureWriter
-from spillage.proxy.exports import export_session
-from spillage.proxy.imports import write_import_log
+from spillage.proxy.formats.exports import export_session
+from spillage.proxy.formats.imports import write_import_log
 
 HEADERS = [["Host", "shop.test"], ["User-Agent", "Mozilla/5.0 (X11; Linux x86_64) Chrome/150"],
            ["Accept", "text/html,application/xhtml+xml"], ["Accept-Language", "en-US,en;q=0.9"]]
@@ -49,7 +49,7 @@ def timed(fn) -> float:
 
 def peak_import_kb(pcap: Path, out: Path) -> tuple[int, float]:
     """Peak resident memory (KiB) of a child process importing `pcap`, and its time."""
-    code = ("import sys; from pathlib import Path; from spillage.proxy.imports import write_import_log; "
+    code = ("import sys; from pathlib import Path; from spillage.proxy.formats.imports import write_import_log; "
             "Path(sys.argv[2]).mkdir(); write_import_log(Path(sys.argv[1]), 'pcap', Path(sys.argv[2]))")
     began = time.perf_counter()
     done = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-c", code, str(pcap), str(out)],

@@ -124,7 +124,7 @@ def _profile(host: str, site: dict) -> SiteProfile:
 @functools.cache
 def _benchmark_knowledge() -> dict:
     with tempfile.TemporaryDirectory(prefix="spillage-knowledge-") as tmp:
-        path = Path(tmp) / "catalog.sqlite"
+        path = Path(tmp) / "sites.sqlite"
         build_catalog(path)
         return knowledge_json(path)
 

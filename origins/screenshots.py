@@ -64,10 +64,10 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="spillage-shots-") as tmp:
         tmp = Path(tmp)
         try:
-            with Child("origins", origins_command(tmp / "catalog.sqlite"), ORIGINS_READY,
-                       tmp / "origins.log") as origins:
+            with Child("origins", origins_command(tmp / "sites.sqlite"), ORIGINS_READY,
+                       tmp / "sites.log") as origins:
                 port = int(origins.match.group(2))
-                for name, host, path in pages(Catalog(tmp / "catalog.sqlite")):
+                for name, host, path in pages(Catalog(tmp / "sites.sqlite")):
                     shoot(args.chromium, f"http://{host}:{port}{path}", port, args.out / name, tmp / "profile")
                     print(f"wrote {args.out / name}", flush=True)
         except ChildError as e:

@@ -32,7 +32,7 @@ def serve(host="127.0.0.1", port=0, catalog_path=None, ready=None, seed=0, scena
     `scenarios` join the benchmark's, replacing those of their personas; `ready`, if given, is called with the
     bound port just before serving starts."""
     with tempfile.TemporaryDirectory(prefix="spillage-origins-") as tmp:
-        path = Path(catalog_path) if catalog_path else Path(tmp) / "catalog.sqlite"
+        path = Path(catalog_path) if catalog_path else Path(tmp) / "sites.sqlite"
         if not existing:
             build_catalog(path, with_benchmark(scenarios) if scenarios else None, seed)
         server = waitress.create_server(make_app(path), host=host, port=port, threads=8)

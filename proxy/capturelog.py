@@ -1,28 +1,41 @@
-"""The capture log (docs/CAPTURE_FORMAT.md): canonical records, an append-only writer, a
-streaming reader.
+"""The capture log (docs/CAPTURE_FORMAT.md): canonical records, an append-only writer that keeps a
+Merkle tree head over them and signs checkpoints, a streaming reader.
 
-Standard library only: audits read logs on machines without mitmproxy.
+No mitmproxy here: audits and verification read logs on machines without it.
 """
 
 from __future__ import annotations
 
 import base64
+import fcntl
 import hashlib
 import json
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-FORMAT_VERSION = 1
+from spillage.proxy.layout import BLOB_DIR
+from spillage.proxy.layout import LOG_NAME
+from spillage.proxy.layout import WRITING_MODE
+from spillage.proxy.layout import blob_path
+from spillage.proxy.layout import capture_path
+from spillage.proxy.merkle import MerkleFrontier
+from spillage.proxy.merkle import leaf_hash
+from spillage.proxy.signing import SessionKey
+from spillage.proxy.signing import Signer
+from spillage.proxy.signing import checkpoint_message
+
+FORMAT_VERSION = 2
 GENESIS = "0" * 64
 DEFAULT_INLINE_LIMIT = 64 * 1024
-LOG_NAME = "capture.jsonl"
-BLOB_DIR = "blobs"
+DEFAULT_CHECKPOINT_EVERY = 256      # records between signed checkpoints ...
+DEFAULT_CHECKPOINT_INTERVAL = 1.0   # ... or seconds, whichever comes first
 SCHEMA_PATH = Path(__file__).with_name("capture.schema.json")
 
 #: Fields the caller passes to `CaptureWriter.append`, per kind (the common ones are the writer's).
@@ -37,9 +50,15 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
         "flow", "method", "url", "host", "port", "background", "headers", "body", "reason",
     ),
     "error": ("flow", "request", "message"),
-    "checkpoint": ("records", "head"),
+    "signer": ("session", "key", "issuer", "issued", "certificate"),
+    "checkpoint": ("records", "head", "root", "key", "signature"),
     "session_end": ("reason", "records"),
+    "crash_seal": ("reason", "records", "by", "last_signed", "torn_tail"),
 }
+#: Kinds only the writer itself appends (a signed log's first record, its checkpoints).
+WRITER_KINDS = frozenset({"signer", "checkpoint"})
+#: Kinds that seal a log: after one, a signed log takes only its final checkpoint, then nothing.
+SEAL_KINDS = frozenset({"session_end", "crash_seal"})
 KINDS: tuple[str, ...] = tuple(KIND_FIELDS)
 COMMON_FIELDS = ("v", "seq", "ts", "kind", "prev", "hash")
 
@@ -76,10 +95,11 @@ class TornLineError(CaptureError):
 
 @dataclass(frozen=True)
 class Line:
-    """One record of a log and the (1-based) line it was read from."""
+    """One record of a log, the (1-based) line it was read from, and that line's bytes (no newline)."""
 
     lineno: int
     record: dict[str, Any]
+    raw: bytes = b""
 
 
 def canonical_json(obj: Any) -> bytes:
@@ -105,12 +125,6 @@ def is_sha256(value: Any) -> bool:
     return isinstance(value, str) and _HEX64.fullmatch(value) is not None
 
 
-def capture_path(path: str | os.PathLike[str]) -> Path:
-    """The capture.jsonl of `path`, which is a session folder or the log file itself."""
-    p = Path(path)
-    return p / LOG_NAME if p.is_dir() else p
-
-
 def iter_records(path: str | os.PathLike[str]) -> Iterator[Line]:
     """Yield the records of a log one line at a time.
 
@@ -126,6 +140,8 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[Line]:
                 )
             try:
                 record = _parse_line(raw)
+            except RecursionError:
+                raise CaptureError("not a JSON record: nested too deeply", path=log, line=lineno) from None
             except ValueError as exc:
                 if not f.peek(1):
                     raise TornLineError(
@@ -134,7 +150,7 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[Line]:
                 raise CaptureError(f"not a JSON record: {exc}", path=log, line=lineno) from exc
             if not isinstance(record, dict):
                 raise CaptureError("not a JSON record: not an object", path=log, line=lineno)
-            yield Line(lineno, record)
+            yield Line(lineno, record, raw[:-1])
 
 
 def read_body(session_dir: str | os.PathLike[str], body: dict[str, Any] | None) -> bytes:
@@ -146,7 +162,7 @@ def read_body(session_dir: str | os.PathLike[str], body: dict[str, Any] | None) 
         raise CaptureError(f"body sha256 is not a SHA-256 hex digest: {digest!r}")
     try:
         if body.get("blob") is True:
-            blob = capture_path(session_dir).parent / BLOB_DIR / digest
+            blob = blob_path(capture_path(session_dir).parent, digest)
             try:
                 data = blob.read_bytes()
             except FileNotFoundError:
@@ -194,35 +210,62 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _intact_chain(log: Path) -> tuple[int, str]:
-    """Record count and head of an unsealed log whose chain is intact, else CaptureError."""
-    count, head = 0, GENESIS
+@dataclass(frozen=True)
+class ChainState:
+    """Where an intact, unsealed log ends: its record count, head, Merkle frontier, session name, and how
+    many records its last checkpoint covers."""
+
+    count: int
+    head: str
+    frontier: MerkleFrontier
+    session: str | None
+    signed: bool = False
+    last_signed: int = 0
+
+
+def intact_chain(path: str | os.PathLike[str]) -> ChainState:
+    """The state of a log whose chain is intact and which is not sealed, else CaptureError (naming the
+    line) — what a writer needs to continue it."""
+    log = capture_path(path)
+    count, head, frontier, session, signed, last_signed = 0, GENESIS, MerkleFrontier(), None, False, 0
+    for line in iter_records(log):
+        rec = line.record
+        seq = rec.get("seq")
+        if rec.get("hash") != _safe_hash(rec) or seq != count or rec.get("prev") != head:
+            raise CaptureError("hash chain is broken here (run `spillage verify` for details)",
+                               path=log, line=line.lineno, seq=seq if isinstance(seq, int) else None)
+        if rec.get("kind") in SEAL_KINDS:
+            raise CaptureError(f"log is sealed by {rec['kind']}", path=log, line=line.lineno, seq=seq)
+        if rec.get("kind") in ("signer", "session_start") and session is None:
+            session = rec.get("session") if isinstance(rec.get("session"), str) else None
+        signed = signed or rec.get("kind") == "signer"
+        if rec.get("kind") == "checkpoint" and isinstance(rec.get("records"), int):
+            last_signed = rec["records"]
+        frontier.append(leaf_hash(line.raw))
+        count, head = count + 1, rec["hash"]
+    return ChainState(count, head, frontier, session, signed, last_signed)
+
+
+def _safe_hash(record: dict[str, Any]) -> str | None:
+    """record_hash, or None for a record that has no canonical encoding (a lone surrogate)."""
     try:
-        for line in iter_records(log):
-            rec = line.record
-            seq = rec.get("seq")
-            if rec.get("hash") != record_hash(rec) or seq != count or rec.get("prev") != head:
-                raise CaptureError(
-                    "hash chain is broken here (run `spillage verify` for details)",
-                    path=log, line=line.lineno, seq=seq if isinstance(seq, int) else None,
-                )
-            if rec.get("kind") == "session_end":
-                raise CaptureError(
-                    "log is sealed by session_end", path=log, line=line.lineno, seq=seq
-                )
-            count, head = count + 1, rec["hash"]
-    except CaptureError as exc:
-        raise type(exc)(
-            f"cannot resume: {exc.message}", path=exc.path, line=exc.line, seq=exc.seq
-        ) from exc
-    return count, head
+        return record_hash(record)
+    except UnicodeEncodeError:
+        return None
+
+
+OnCheckpoint = Callable[[dict[str, Any], bool], None]
 
 
 class CaptureWriter:
     """Append-only writer of one session's capture log and blobs.
 
-    Each record is one `os.write` of one whole line to a file opened with O_APPEND; a daemon
-    thread fsyncs the log every `fsync_interval` seconds while records arrive, and `close`
+    Each record is one `os.write` of one whole line to a file opened with O_APPEND (0600). A signed
+    writer (`signing`: the session key and its certificate) opens the log with a `signer` record, keeps
+    the RFC 9162 Merkle tree head over every line, and appends a signed `checkpoint` every
+    `checkpoint_every` records or `checkpoint_interval` seconds while records arrive, and after the
+    record that seals the log. `on_checkpoint(record, final)` is called after each one is written.
+    A daemon thread fsyncs the log every `fsync_interval` seconds while records arrive, and `close`
     fsyncs it. `append` and `body` are thread-safe.
     """
 
@@ -232,64 +275,96 @@ class CaptureWriter:
         *,
         inline_limit: int = DEFAULT_INLINE_LIMIT,
         fsync_interval: float = 1.0,
+        signing: SessionKey | None = None,
+        checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
+        checkpoint_interval: float = DEFAULT_CHECKPOINT_INTERVAL,
+        on_checkpoint: OnCheckpoint | None = None,
     ) -> None:
         """Start a new log in `session_dir`; refuses an existing non-empty capture.jsonl."""
-        self._start(
-            Path(session_dir), seq=0, head=GENESIS, create=True,
-            inline_limit=inline_limit, fsync_interval=fsync_interval,
-        )
+        state = ChainState(0, GENESIS, MerkleFrontier(), signing.session if signing else None)
+        self._start(Path(session_dir), state, signing.signer() if signing else None, create=True,
+                    inline_limit=inline_limit, fsync_interval=fsync_interval,
+                    checkpoint_every=checkpoint_every, checkpoint_interval=checkpoint_interval,
+                    on_checkpoint=on_checkpoint)
+        if signing is not None:
+            self._write_locked_and_notify("signer", signing.record_fields())
 
     @classmethod
-    def resume(cls, session_dir: str | os.PathLike[str], **kw: Any) -> CaptureWriter:
-        """Continue an existing, intact, unsealed log (refuses a torn last line)."""
+    def resume(cls, session_dir: str | os.PathLike[str], signer: Signer | None = None,
+               **kw: Any) -> CaptureWriter:
+        """Continue an existing, intact, unsealed log (refuses a torn last line); `signer` signs the
+        checkpoints it appends (`spillage seal` passes the sealer's long-term key)."""
         session_dir = Path(session_dir)
         log = session_dir / LOG_NAME
         if not log.is_file():
             raise CaptureError("cannot resume: no capture log here", path=log)
-        seq, head = _intact_chain(log)
+        try:
+            state = intact_chain(log)
+        except CaptureError as exc:
+            raise type(exc)(f"cannot resume: {exc.message}", path=exc.path, line=exc.line,
+                            seq=exc.seq) from exc
         writer = cls.__new__(cls)
-        writer._start(session_dir, seq=seq, head=head, create=False, **kw)
+        writer._start(session_dir, state, signer, create=False, **kw)
         return writer
 
     def _start(
         self,
         session_dir: Path,
+        state: ChainState,
+        signer: Signer | None,
         *,
-        seq: int,
-        head: str,
         create: bool,
         inline_limit: int = DEFAULT_INLINE_LIMIT,
         fsync_interval: float = 1.0,
+        checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
+        checkpoint_interval: float = DEFAULT_CHECKPOINT_INTERVAL,
+        on_checkpoint: OnCheckpoint | None = None,
     ) -> None:
         if inline_limit < 0:
             raise ValueError("inline_limit must be >= 0")
-        if not fsync_interval > 0:
-            raise ValueError("fsync_interval must be > 0")
+        if not fsync_interval > 0 or not checkpoint_interval > 0:
+            raise ValueError("fsync_interval and checkpoint_interval must be > 0")
+        if checkpoint_every < 1:
+            raise ValueError("checkpoint_every must be >= 1")
         self.session_dir = session_dir
         self.path = session_dir / LOG_NAME
         self.blob_dir = session_dir / BLOB_DIR
         self.inline_limit = inline_limit
-        self._seq, self._head = seq, head
+        self._seq, self._head = state.count, state.head
+        self._tree = state.frontier
+        self._session = state.session or session_dir.name
+        self._signer = signer
+        self._checkpoint_every = checkpoint_every
+        self._checkpoint_interval = checkpoint_interval
+        self._on_checkpoint = on_checkpoint
+        self._since_checkpoint = 0
+        self._last_checkpoint = time.monotonic()
         self._sealed = False
         self._failed: BaseException | None = None
         self._dirty = False
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self.blob_dir.mkdir(parents=True, exist_ok=True)
+        self.blob_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._fd: int | None = self._open_new() if create else os.open(
             self.path, os.O_WRONLY | os.O_APPEND
         )
+        try:  # the writer's exclusive hold: `spillage seal` refuses a log that is still written
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            raise CaptureError("another writer holds this log", path=self.path) from None
         if create:
             _fsync_dir(session_dir)
         self._thread = threading.Thread(
-            target=self._sync_loop, args=(fsync_interval,), name="capture-fsync", daemon=True
+            target=self._sync_loop, args=(min(fsync_interval, checkpoint_interval),),
+            name="capture-fsync", daemon=True,
         )
         self._thread.start()
 
     def _open_new(self) -> int:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
         try:
-            return os.open(self.path, flags | os.O_EXCL, 0o644)
+            return os.open(self.path, flags | os.O_EXCL, WRITING_MODE)
         except FileExistsError:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
             if os.fstat(fd).st_size == 0:
@@ -317,8 +392,13 @@ class CaptureWriter:
         return self._head
 
     @property
+    def signed(self) -> bool:
+        """True when this writer signs checkpoints."""
+        return self._signer is not None
+
+    @property
     def sealed(self) -> bool:
-        """True once `session_end` has been written."""
+        """True once `session_end` (or `crash_seal`) has been written."""
         return self._sealed
 
     @property
@@ -327,9 +407,12 @@ class CaptureWriter:
         return self._fd is None
 
     def append(self, kind: str, **fields: Any) -> dict[str, Any]:
-        """Write one record of `kind` with `fields` (exactly `KIND_FIELDS[kind]`); return it."""
+        """Write one record of `kind` with `fields` (exactly `KIND_FIELDS[kind]`); return it. A record
+        that seals the log is followed by the final checkpoint of a signed log."""
         if kind not in KIND_FIELDS:
             raise ValueError(f"unknown record kind {kind!r}")
+        if kind in WRITER_KINDS:
+            raise ValueError(f"{kind} records are written by the writer itself")
         reserved = sorted(set(fields) & set(COMMON_FIELDS))
         if reserved:
             raise ValueError(f"fields set by the writer cannot be passed: {', '.join(reserved)}")
@@ -338,30 +421,61 @@ class CaptureWriter:
             missing = ", ".join(sorted(expected - set(fields))) or "-"
             extra = ", ".join(sorted(set(fields) - expected)) or "-"
             raise ValueError(f"{kind} record: missing fields: {missing}; unknown fields: {extra}")
+        if kind in SEAL_KINDS and fields["records"] != self._seq:
+            raise ValueError(f"{kind}: records must be {self._seq}, got {fields['records']!r}")
+        return self._write_locked_and_notify(kind, fields)
+
+    def _write_locked_and_notify(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
-            self._check_writable()
-            if kind in ("checkpoint", "session_end") and fields["records"] != self._seq:
-                raise ValueError(f"{kind}: records must be {self._seq}, got {fields['records']!r}")
-            if kind == "checkpoint" and fields["head"] != self._head:
-                raise ValueError("checkpoint: head must be the hash of the last record")
-            record: dict[str, Any] = {
-                "v": FORMAT_VERSION, "seq": self._seq, "ts": utc_timestamp(),
-                "kind": kind, "prev": self._head, **fields,
-            }
-            record["hash"] = record_hash(record)
-            line = canonical_json(record) + b"\n"
-            try:
-                _write_all(self._fd, line)  # type: ignore[arg-type]
-            except BaseException as exc:
-                self._failed = exc
-                raise
-            self._seq += 1
-            self._head = record["hash"]
-            self._dirty = True
-            self._sealed = kind == "session_end"
+            record = self._write(kind, fields)
+            checkpoints = []
+            if kind in SEAL_KINDS:
+                self._sealed = True
+                if self._signer is not None:
+                    checkpoints.append((self._checkpoint(), True))
+            elif self._signer is not None and self._since_checkpoint >= self._checkpoint_every:
+                checkpoints.append((self._checkpoint(), False))
+        self._notify(checkpoints)
         return record
 
-    def _check_writable(self) -> None:
+    def _notify(self, checkpoints: list[tuple[dict[str, Any], bool]]) -> None:
+        if self._on_checkpoint is not None:
+            for record, final in checkpoints:
+                self._on_checkpoint(record, final)
+
+    def _write(self, kind: str, fields: dict[str, Any], ts: str | None = None) -> dict[str, Any]:
+        """Append one record; the caller holds the lock."""
+        self._check_writable(kind)
+        record: dict[str, Any] = {
+            "v": FORMAT_VERSION, "seq": self._seq, "ts": ts or utc_timestamp(),
+            "kind": kind, "prev": self._head, **fields,
+        }
+        record["hash"] = record_hash(record)
+        line = canonical_json(record)
+        try:
+            _write_all(self._fd, line + b"\n")  # type: ignore[arg-type]
+        except BaseException as exc:
+            self._failed = exc
+            raise
+        self._tree.append(leaf_hash(line))
+        self._seq += 1
+        self._head = record["hash"]
+        self._dirty = True
+        self._since_checkpoint += kind != "checkpoint"
+        return record
+
+    def _checkpoint(self) -> dict[str, Any]:
+        """Append a signed checkpoint over every record so far; the caller holds the lock."""
+        assert self._signer is not None
+        ts, root = utc_timestamp(), self._tree.root().hex()
+        signature = self._signer.sign(checkpoint_message(self._session, self._seq, root, ts))
+        record = self._write("checkpoint", {"records": self._seq, "head": self._head, "root": root,
+                                            "key": self._signer.key, "signature": signature}, ts)
+        self._since_checkpoint = 0
+        self._last_checkpoint = time.monotonic()
+        return record
+
+    def _check_writable(self, kind: str) -> None:
         if self._fd is None:
             raise ValueError("capture writer is closed")
         if self._failed is not None:
@@ -370,8 +484,8 @@ class CaptureWriter:
                 "torn line and takes no more records",
                 path=self.path,
             )
-        if self._sealed:
-            raise ValueError("log is sealed by session_end; it takes no more records")
+        if self._sealed and kind != "checkpoint":
+            raise ValueError("log is sealed; it takes no more records")
 
     def body(self, data: bytes | None) -> dict[str, Any] | None:
         """The body object for `data`, writing a blob first if it is over the inline limit."""
@@ -396,7 +510,7 @@ class CaptureWriter:
             return
         tmp = self.blob_dir / f".{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, WRITING_MODE)
             try:
                 _write_all(fd, data)
                 os.fsync(fd)
@@ -410,8 +524,17 @@ class CaptureWriter:
 
     def _sync_loop(self, interval: float) -> None:
         while not self._stop.wait(interval):
+            checkpoints = []
             with self._lock:
-                if not self._dirty or self._fd is None:
+                if self._fd is None or self._failed is not None:
+                    return
+                due = time.monotonic() - self._last_checkpoint >= self._checkpoint_interval
+                if self._signer is not None and self._since_checkpoint and not self._sealed and due:
+                    try:
+                        checkpoints.append((self._checkpoint(), False))
+                    except (OSError, ValueError):
+                        return
+                if not self._dirty:
                     continue
                 try:
                     os.fsync(self._fd)
@@ -419,6 +542,7 @@ class CaptureWriter:
                     self._failed = exc
                     return
                 self._dirty = False
+            self._notify(checkpoints)
 
     def close(self) -> None:
         """Fsync and close the log (idempotent)."""

@@ -1,6 +1,8 @@
-"""`spillage verify`: check a capture log's chain, sequence, bodies, blobs and seal.
+"""`spillage verify`: check a capture log's chain, sequence, bodies, blobs, Merkle checkpoints and their
+signatures, its seal, and meta.json.
 
-Streams the log and stops at the first problem, classified as in docs/CAPTURE_FORMAT.md.
+Streams the log and stops at the first problem, classified as in docs/CAPTURE_FORMAT.md; what the
+signatures prove, and against whom, is in docs/EVIDENCE.md.
 """
 
 from __future__ import annotations
@@ -11,27 +13,51 @@ import json
 import os
 import sys
 from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any, TextIO
 
-from spillage.proxy.capturelog import (
-    BLOB_DIR,
-    GENESIS,
-    LOG_NAME,
-    CaptureError,
-    TornLineError,
-    capture_path,
-    is_sha256,
-    iter_records,
-    read_body,
-    record_hash,
-)
+from spillage.proxy.capturelog import GENESIS
+from spillage.proxy.capturelog import SEAL_KINDS
+from spillage.proxy.capturelog import CaptureError
+from spillage.proxy.capturelog import TornLineError
+from spillage.proxy.capturelog import is_sha256
+from spillage.proxy.capturelog import iter_records
+from spillage.proxy.capturelog import read_body
+from spillage.proxy.capturelog import record_hash
+from spillage.proxy.layout import BLOB_DIR
+from spillage.proxy.layout import LOG_NAME
+from spillage.proxy.layout import blob_path
+from spillage.proxy.layout import capture_path
+from spillage.proxy.layout import read_meta
+from spillage.proxy.merkle import MerkleFrontier
+from spillage.proxy.merkle import leaf_hash
+from spillage.proxy.signing import SigningKeyError
+from spillage.proxy.signing import certificate_ok
+from spillage.proxy.signing import checkpoint_message
+from spillage.proxy.signing import fingerprint
+from spillage.proxy.signing import pinned_fingerprint
+from spillage.proxy.signing import signature_ok
+from spillage.proxy.signing import unb64
 
+CRASH_SEALED = "truncated, sealed after crash"
 DAMAGE = (
     "modified", "missing", "inserted", "reordered", "truncated", "torn last line",
-    "blob missing", "blob altered",
+    "blob missing", "blob altered", "bad signature", "unsigned", "wrong key", "tampered", CRASH_SEALED,
 )
-META_NAME = "meta.json"
+PROVENANCE_FIELDS = ("format", "file", "size", "sha256")
+
+
+@dataclass(frozen=True)
+class Signed:
+    """What the signatures of a log vouch for."""
+
+    issuer: str              # fingerprint of the long-term key that certified the session key
+    checkpoints: int         # signed checkpoints checked
+    covered: int             # records covered by the last good checkpoint's tree head
+    pinned: bool             # the issuer is the key --key named
+    root: str = ""           # the last good checkpoint's root (hex)
+    sealer: str | None = None  # fingerprint of who signed the seal of a crashed log
 
 
 @dataclass(frozen=True)
@@ -52,17 +78,26 @@ class VerifyResult:
     seq: int | None = None
     message: str = ""
     provenance: dict | None = None   # the `import` record's file identity, for an imported log
+    signed: Signed | None = field(default=None, compare=False)
 
     def summary(self) -> str:
         """The one line `spillage verify` prints."""
         if self.ok:
-            return f"OK {self.count} records, head {self.head}" + provenance_note(self.provenance)
+            return (f"OK {self.count} records, head {self.head}" + signed_note(self.signed, self.count)
+                    + provenance_note(self.provenance))
         where = f"{self.path}:{self.line}" if self.line is not None else str(self.path)
         seq = f" seq {self.seq}:" if self.seq is not None else ""
         return f"FAIL {where}:{seq} {self.damage}: {self.message}"
 
 
-PROVENANCE_FIELDS = ("format", "file", "size", "sha256")
+def signed_note(signed: Signed | None, count: int) -> str:
+    """What the signatures of a clean log cover, for its summary line."""
+    if signed is None:
+        return ("; unsigned: nothing but a head kept elsewhere protects it from a consistent rewrite "
+                "(docs/EVIDENCE.md)")
+    pin = "pinned" if signed.pinned else "not pinned: --key checks whose key it is"
+    checkpoints = f"{signed.checkpoints} checkpoint" + ("s" if signed.checkpoints != 1 else "")
+    return f"; signed by {signed.issuer} ({pin}): {checkpoints}, the last covers all {signed.covered} records before it"
 
 
 def provenance_note(provenance: dict | None) -> str:
@@ -70,81 +105,195 @@ def provenance_note(provenance: dict | None) -> str:
     if not provenance:
         return ""
     return (f"; imported from {provenance['file']} ({provenance['format']}, sha256 {provenance['sha256']}): "
-            "the chain vouches for the import, not for the original capture")
+            "the chain and its signature vouch for the import, not for the original capture")
 
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def verify(path: str | os.PathLike[str]) -> VerifyResult:
-    """Verify the log of a session folder (or a capture.jsonl) and, if present, its meta.json."""
+class _Damage(Exception):
+    def __init__(self, damage: str, message: str, line: int | None, seq: int | None) -> None:
+        super().__init__(message)
+        self.damage, self.message, self.line, self.seq = damage, message, line, seq
+
+
+class _Walk:
+    """The state of one pass over a log: chain, tree, signer, seal."""
+
+    def __init__(self, log: Path, pin: str | None) -> None:
+        self.log = log
+        self.session = log.parent
+        self.pin = pin
+        self.count, self.head, self.lineno = 0, GENESIS, 0
+        self.tree = MerkleFrontier()
+        self.signer: dict | None = None
+        self.checkpoints = 0
+        self.covered = 0
+        self.root = ""
+        self.sealed_at: int | None = None     # line of session_end / crash_seal
+        self.final_seen = False
+        self.crash: dict | None = None
+        self.sealer: str | None = None
+        self.provenance: dict | None = None
+        self.exchanges_seen = False
+
+    def record(self, rec: dict, raw: bytes, lineno: int) -> None:
+        self.lineno = lineno
+        seq = rec.get("seq")
+        at = seq if _is_int(seq) else self.count
+        if self.sealed_at is not None and not self._final_checkpoint_due(rec):
+            raise _Damage("inserted", f"record after {self._seal_kind} (line {self.sealed_at})", lineno, at)
+        try:
+            own_hash = record_hash(rec)
+        except UnicodeEncodeError:
+            raise _Damage("modified", "the record has no canonical encoding (a lone surrogate)",
+                          lineno, at) from None
+        if rec.get("hash") != own_hash:
+            raise _Damage("modified", "hash does not match the record's content", lineno, at)
+        if not _is_int(seq):
+            raise _Damage("modified", f"seq is not an integer: {seq!r}", lineno, at)
+        if seq < self.count:
+            raise _Damage("inserted", f"seq {seq} was already used; expected {self.count}", lineno, seq)
+        if seq > self.count:
+            if _seq_appears_after(self.log, lineno, self.count):
+                raise _Damage("reordered", f"expected seq {self.count}, found {seq}; seq {self.count} "
+                              "comes later in the file", lineno, seq)
+            raise _Damage("missing", f"expected seq {self.count}, found {seq}; seq {self.count} is "
+                          "nowhere in the log", lineno, seq)
+        if rec.get("prev") != self.head:
+            if lineno == 1:
+                raise _Damage("modified", "prev is not the genesis value", lineno, seq)
+            raise _Damage("modified", f"changed and re-hashed: its hash is not what the next record's "
+                          f"prev (line {lineno}) names", lineno - 1, seq - 1)
+        problem = _check_body(self.session, rec.get("body"))
+        if problem:
+            raise _Damage(*problem, lineno, seq)
+        self._kind(rec, lineno, seq)
+        self.tree.append(leaf_hash(raw))
+        self.count, self.head = self.count + 1, rec["hash"]
+
+    @property
+    def _seal_kind(self) -> str:
+        return "crash_seal" if self.crash else "session_end"
+
+    def _final_checkpoint_due(self, rec: dict) -> bool:
+        return self.signer is not None and not self.final_seen and rec.get("kind") == "checkpoint"
+
+    def _kind(self, rec: dict, lineno: int, seq: int) -> None:
+        kind = rec.get("kind")
+        if kind == "signer":
+            if seq != 0:
+                raise _Damage("modified", "a signer record can only open the log", lineno, seq)
+            if not certificate_ok(rec):
+                raise _Damage("bad signature", "the session key's certificate is not the issuer's "
+                              "signature", lineno, seq)
+            self.signer = rec
+        elif kind == "checkpoint":
+            self._checkpoint(rec, lineno, seq)
+        elif kind in SEAL_KINDS:
+            self.sealed_at = lineno
+            if kind == "crash_seal":
+                self.crash = rec
+        elif kind == "import" and self.provenance is None and not self.exchanges_seen:
+            self.provenance = {key: rec.get(key) for key in PROVENANCE_FIELDS} | {"seq": seq}
+        elif kind in ("request", "response", "egress_blocked"):
+            self.exchanges_seen = True
+
+    def _checkpoint(self, rec: dict, lineno: int, seq: int) -> None:
+        if self.signer is None:
+            raise _Damage("modified", "a checkpoint in a log that no signer record opens", lineno, seq)
+        if rec.get("records") != self.count or rec.get("head") != self.head:
+            raise _Damage("modified", f"checkpoint names {rec.get('records')!r} records; {self.count} "
+                          "precede it", lineno, seq)
+        root = self.tree.root().hex()
+        if rec.get("root") != root:
+            raise _Damage("modified", "the checkpoint's tree head is not the root of the records "
+                          "before it", lineno, seq)
+        key = rec.get("key")
+        if key != self.signer["key"] and not (self.crash and self.sealed_at is not None):
+            raise _Damage("bad signature", "checkpoint signed by a key that is not the session's",
+                          lineno, seq)
+        message = checkpoint_message(self.signer["session"], self.count, root, str(rec.get("ts")))
+        if not signature_ok(key, rec.get("signature"), message):
+            raise _Damage("bad signature", "the checkpoint's signature does not verify", lineno, seq)
+        if key != self.signer["key"]:
+            self.sealer = fingerprint(unb64(key) or b"")
+        self.checkpoints += 1
+        if self.sealed_at is None or not self.crash:
+            self.covered, self.root = self.count, root
+        if self.sealed_at is not None:
+            self.final_seen = True
+
+    def issuer(self) -> str | None:
+        return fingerprint(unb64(self.signer["issuer"]) or b"") if self.signer else None
+
+
+def verify(path: str | os.PathLike[str], key: str | None = None) -> VerifyResult:
+    """Verify the log of a session folder (or a capture.jsonl) and, if present, its meta.json; `key`
+    pins the long-term key that must have certified the session (a fingerprint, see
+    signing.pinned_fingerprint). SigningKeyError for a `key` that names no key."""
+    pin = pinned_fingerprint(key) if key is not None else None
     log = capture_path(path)
-    session = log.parent
-    count, head, lineno = 0, GENESIS, 0
-    sealed_at: int | None = None
-    provenance: dict | None = None
+    walk = _Walk(log, pin)
 
     def fail(damage: str, message: str, line: int | None, seq: int | None) -> VerifyResult:
-        return VerifyResult(
-            ok=False, count=count, head=head, path=log,
-            damage=damage, line=line, seq=seq, message=message,
-        )
+        return VerifyResult(ok=False, count=walk.count, head=walk.head, path=log, damage=damage,
+                            line=line, seq=seq, message=message, provenance=walk.provenance)
 
+    damaged = None
     try:
         for item in iter_records(log):
-            rec, lineno = item.record, item.lineno
-            seq = rec.get("seq")
-            at = seq if _is_int(seq) else count
-            if sealed_at is not None:
-                return fail("inserted", f"record after session_end (line {sealed_at})", lineno, at)
-            if rec.get("hash") != record_hash(rec):
-                return fail("modified", "hash does not match the record's content", lineno, at)
-            if not _is_int(seq):
-                return fail("modified", f"seq is not an integer: {seq!r}", lineno, at)
-            if seq < count:
-                message = f"seq {seq} was already used; expected {count}"
-                return fail("inserted", message, lineno, seq)
-            if seq > count:
-                if _seq_appears_after(log, lineno, count):
-                    return fail(
-                        "reordered",
-                        f"expected seq {count}, found {seq}; seq {count} comes later in the file",
-                        lineno, seq,
-                    )
-                return fail(
-                    "missing", f"expected seq {count}, found {seq}; seq {count} is nowhere in "
-                    "the log", lineno, seq,
-                )
-            if rec.get("prev") != head:
-                return fail(
-                    "inserted",
-                    "prev does not match the hash of the record before it"
-                    + (f" (line {lineno - 1})" if lineno > 1 else " (genesis)"),
-                    lineno, seq,
-                )
-            problem = _check_body(session, rec.get("body"))
-            if problem:
-                return fail(*problem, lineno, seq)
-            count, head = count + 1, rec["hash"]
-            if rec.get("kind") == "import" and seq == 1:  # an imported log starts so
-                provenance = {key: rec.get(key) for key in PROVENANCE_FIELDS} | {"seq": seq}
-            if rec.get("kind") == "session_end":
-                sealed_at = lineno
+            walk.record(item.record, item.raw, item.lineno)
+    except _Damage as d:
+        damaged = fail(d.damage, d.message, d.line, d.seq)
     except TornLineError as exc:
-        return fail("torn last line", exc.message, exc.line, count)
+        damaged = fail("torn last line", exc.message, exc.line, walk.count)
     except CaptureError as exc:
-        return fail("modified", exc.message, exc.line, count)
+        damaged = fail("modified", exc.message, exc.line, walk.count)
+    tampered = _tampered(log.parent)
+    if tampered:  # the runner's finding comes first; where the log breaks, if it does, follows
+        found = f"; on disk, line {damaged.line}: {damaged.damage}: {damaged.message}" if damaged else ""
+        return fail("tampered", tampered + found, damaged.line if damaged else None,
+                    damaged.seq if damaged else None)
+    if damaged:
+        return damaged
 
-    if sealed_at is None:
-        return fail(
-            "truncated", f"log ends after {count} records without session_end", lineno + 1, count
-        )
-    problem = _check_meta(session / META_NAME, count, head)
+    end = walk.lineno + 1
+    if walk.sealed_at is None:
+        return fail("truncated", f"log ends after {walk.count} records without session_end", end, walk.count)
+    if walk.signer is not None and not walk.final_seen:
+        return fail("truncated", f"sealed without its final signed checkpoint after line {walk.sealed_at}",
+                    end, walk.count)
+    problem = _check_meta(log.parent, walk)
     if problem:
         damage, message, n = problem
         return fail(damage, message, n + 1, n)
-    return VerifyResult(ok=True, count=count, head=head, path=log, provenance=provenance)
+    if pin is not None and walk.signer is None:
+        return fail("unsigned", "the log has no signer record, so no key can vouch for it", 1, 0)
+    if pin is not None and walk.issuer() != pin:
+        return fail("wrong key", f"certified by {walk.issuer()}, not by the pinned {pin}", 1, 0)
+    if walk.crash is not None:
+        return fail(CRASH_SEALED, crash_message(walk), walk.sealed_at, walk.crash.get("seq"))
+    signed = None
+    if walk.signer is not None:
+        signed = Signed(walk.issuer() or "", walk.checkpoints, walk.covered, pin is not None, walk.root)
+    return VerifyResult(ok=True, count=walk.count, head=walk.head, path=log,
+                        provenance=walk.provenance, signed=signed)
+
+
+def crash_message(walk: _Walk) -> str:
+    """What a crash seal says: who sealed, why, and which records the proxy's own signatures cover."""
+    crash = walk.crash or {}
+    by = crash.get("by") if isinstance(crash.get("by"), dict) else {}
+    who = ", ".join(f"{k} {by[k]}" for k in ("tool", "user", "host", "key") if by.get(k))
+    last, records = walk.covered, crash.get("records")
+    after = records - last if _is_int(records) else "?"
+    torn = crash.get("torn_tail")
+    tail = (f"; a torn last line of {torn.get('size')} bytes was moved to {torn.get('file')}"
+            if isinstance(torn, dict) else "")
+    return (f"sealed by {who or 'someone'} ({crash.get('reason')}); the proxy's last signed checkpoint "
+            f"covers {last} records, {after} written after it are not covered by its signature{tail}")
 
 
 def _seq_appears_after(log: Path, after_line: int, seq: int) -> bool:
@@ -153,7 +302,7 @@ def _seq_appears_after(log: Path, after_line: int, seq: int) -> bool:
         for raw in itertools.islice(f, after_line, None):
             try:
                 rec = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(rec, dict) and _is_int(rec.get("seq")) and rec["seq"] == seq:
                 return True
@@ -175,7 +324,7 @@ def _check_body(session: Path, body: Any) -> tuple[str, str] | None:
         except CaptureError as exc:
             return "modified", f"inline body: {exc.message}"
         return None
-    blob = session / BLOB_DIR / digest
+    blob = blob_path(session, digest)
     try:
         with open(blob, "rb") as f:
             actual = hashlib.file_digest(f, "sha256").hexdigest()
@@ -189,33 +338,50 @@ def _check_body(session: Path, body: Any) -> tuple[str, str] | None:
     return None
 
 
-def _check_meta(meta_path: Path, count: int, head: str) -> tuple[str, str, int] | None:
-    """(damage, message, index of the record at issue) if meta.json disagrees with the log."""
+def _tampered(session: Path) -> str | None:
+    """The runner's finding, in meta.json, that the log on disk is not what the proxy reported."""
     try:
-        meta = json.loads(meta_path.read_text("utf-8"))
-    except FileNotFoundError:
-        return None
+        meta = read_meta(session)
+    except ValueError:
+        return None  # reported by _check_meta
+    if meta and meta.get("tampered"):
+        return f"the runner found the log differing from what the proxy reported: {meta['tampered']}"
+    return None
+
+
+def _check_meta(session: Path, walk: _Walk) -> tuple[str, str, int] | None:
+    """(damage, message, index of the record at issue) if meta.json disagrees with the log."""
+    count, head = walk.count, walk.head
+    try:
+        meta = read_meta(session)
     except ValueError as exc:
-        return "modified", f"{META_NAME} is not valid JSON: {exc}", count - 1
-    sealed = meta.get("capture") if isinstance(meta, dict) else None
+        return "modified", str(exc), count - 1
+    if meta is None:
+        return None
+    signing = meta.get("signing")
+    issuer = walk.issuer()
+    if isinstance(signing, dict) and signing.get("key") and issuer and signing["key"] != issuer:
+        return "wrong key", f"meta.json names signing key {signing['key']}; the log's is {issuer}", 0
+    session_key = signing.get("session_key") if isinstance(signing, dict) else None
+    if session_key and walk.signer is not None and session_key != walk.signer.get("key"):
+        return "wrong key", "meta.json names another session key than the log's signer record", 0
+    sealed = meta.get("capture")
     if sealed is None:
         return None
     records = sealed.get("records") if isinstance(sealed, dict) else None
     if not _is_int(records) or not is_sha256(sealed.get("head")):
-        return "modified", f"{META_NAME}: capture must be {{records: int, head: sha256}}", count - 1
+        return "modified", "meta.json: capture must be {records: int, head: sha256}", count - 1
     if records > count:
-        return "truncated", f"{META_NAME} sealed {records} records, the log has {count}", count
+        return "truncated", f"meta.json sealed {records} records, the log has {count}", count
     if records < count:
-        return "inserted", f"{META_NAME} sealed {records} records, the log has {count}", records
+        return "inserted", f"meta.json sealed {records} records, the log has {count}", records
     if sealed["head"] != head:
-        message = f"{META_NAME} sealed head {sealed['head']}, the log's is {head}"
-        return "modified", message, count - 1
+        return "modified", f"meta.json sealed head {sealed['head']}, the log's is {head}", count - 1
     return None
 
 
-def run_verify(
-    path: str | os.PathLike[str], out: TextIO | None = None, err: TextIO | None = None
-) -> int:
+def run_verify(path: str | os.PathLike[str], key: str | None = None, out: TextIO | None = None,
+               err: TextIO | None = None) -> int:
     """Print the verdict on `out` and return 0 (OK) or 1 (damage); 2 for unusable input."""
     out = out or sys.stdout
     err = err or sys.stderr
@@ -228,7 +394,10 @@ def run_verify(
         print(f"error: {given}: no {LOG_NAME} in this folder", file=err)
         return 2
     try:
-        result = verify(log)
+        result = verify(log, key)
+    except SigningKeyError as exc:
+        print(f"error: {exc}", file=err)
+        return 2
     except OSError as exc:
         print(f"error: {log}: cannot read: {exc.strerror or exc}", file=err)
         return 2

@@ -13,9 +13,9 @@ from spillage.audit.model import CATEGORIES
 from spillage.audit.model import FIRST_PARTY
 from spillage.audit.model import THIRD_PARTY
 from spillage.audit.session_audit import FORMAT
-from spillage.audit.session_audit import REPORT_NAME
-from spillage.audit.session_audit import SCENARIO_COPY
-from spillage.proxy.verify import META_NAME
+from spillage.proxy.layout import REPORT_NAME
+from spillage.proxy.layout import SCENARIO_COPY
+from spillage.proxy.layout import META_NAME
 
 # What a session can be grouped or compared by, and where each value comes from.
 KEYS = ("framework", "model", "site", "style", "scenario", "prompt", "note")

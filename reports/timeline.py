@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from spillage.audit.session_audit import REPORT_NAME
+from spillage.proxy.layout import REPORT_NAME
 from spillage.audit.session_audit import AuditError
 from spillage.audit.session_audit import audit_session
-from spillage.proxy.capturelog import BLOB_DIR
-from spillage.proxy.capturelog import LOG_NAME
+from spillage.proxy.layout import BLOB_DIR
+from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.capturelog import CaptureError
-from spillage.proxy.capturelog import capture_path
+from spillage.proxy.layout import capture_path
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.verify import VerifyResult
 from spillage.proxy.verify import verify

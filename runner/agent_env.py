@@ -1,37 +1,49 @@
-"""The environment every agent runs in: where the proxy is, which CA to trust, what to do."""
+"""The agent's work folder and environment: where the proxy is, which CA to trust, what to do.
 
+The agent works in a folder of its own outside the session folder (proxy/layout.py). Everything it is
+handed (the prompt, its copy of the scenario, the CA certificate) is copied there, so an agent running
+under another uid needs nothing of the evidence side, not even to read it.
+"""
+
+import os
+import shutil
 import tempfile
 from pathlib import Path
 
-from spillage.proxy.ca import CertAuthority
+from spillage.proxy.layout import AGENT_CA
+from spillage.proxy.layout import AGENT_HOME
+from spillage.proxy.layout import AGENT_SCENARIO
+from spillage.proxy.layout import PROMPT_FILE
+from spillage.proxy.mitm.ca import CertAuthority
 from spillage.scenarios.model import Scenario
 
-PROMPT_FILE = "prompt.txt"
 
-
-def agent_environment(base: dict, proxy_url: str, ca: CertAuthority, scenario: Scenario,
-                      session_dir: Path, scenario_file: Path, prompt: str | None = None,
-                      system_note: str = "") -> dict:
+def agent_environment(base: dict, proxy_url: str, ca: CertAuthority, scenario: Scenario, work: Path,
+                      scenario_text: str, prompt: str | None = None, system_note: str = "") -> dict:
     """`base` plus the proxy, the CA and the task (`prompt`, default the scenario's), under the names
-    common tools look for; SPILLAGE_SYSTEM_NOTE only when a system note is given."""
+    common tools look for, with the files it names written into the work folder `work`;
+    SPILLAGE_SYSTEM_NOTE only when a system note is given."""
     prompt = scenario.prompt if prompt is None else prompt
-    prompt_file = session_dir / PROMPT_FILE
+    prompt_file, scenario_file, ca_file = work / PROMPT_FILE, work / AGENT_SCENARIO, work / AGENT_CA
     prompt_file.write_text(prompt, encoding="utf-8")
+    scenario_file.write_text(scenario_text, encoding="utf-8")
+    shutil.copyfile(ca.cert_file, ca_file)
     env = dict(base)
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
         env[name] = proxy_url
     env.update({
-        "SSL_CERT_FILE": str(ca.cert_file),
-        "REQUESTS_CA_BUNDLE": str(ca.cert_file),
-        "CURL_CA_BUNDLE": str(ca.cert_file),
-        "NODE_EXTRA_CA_CERTS": str(ca.cert_file),
+        "SSL_CERT_FILE": str(ca_file),
+        "REQUESTS_CA_BUNDLE": str(ca_file),
+        "CURL_CA_BUNDLE": str(ca_file),
+        "NODE_EXTRA_CA_CERTS": str(ca_file),
         "SPILLAGE_PROXY": proxy_url,
-        "SPILLAGE_CA_FILE": str(ca.cert_file),
+        "SPILLAGE_CA_FILE": str(ca_file),
         "SPILLAGE_CA_SPKI": ca.spki_pin,
         "SPILLAGE_PROMPT": prompt,
         "SPILLAGE_PROMPT_FILE": str(prompt_file),
         "SPILLAGE_START_URL": scenario.start_url,
         "SPILLAGE_SCENARIO_FILE": str(scenario_file),
+        "SPILLAGE_WORK": str(work),
     })
     env.pop("SPILLAGE_SYSTEM_NOTE", None)
     env.pop("SPILLAGE_MODEL_PROXY", None)  # set by the runner only when the model goes through the proxy
@@ -40,18 +52,27 @@ def agent_environment(base: dict, proxy_url: str, ca: CertAuthority, scenario: S
     return env
 
 
+def hand_over(work: Path, owner: tuple[int, int] | None) -> None:
+    """Give the work folder and everything in it to the agent's uid and gid (when it runs as another)."""
+    if owner is None:
+        return
+    for root, dirs, files in os.walk(work):
+        for name in (root, *(os.path.join(root, n) for n in dirs + files)):
+            os.lchown(name, *owner)
+
+
 class AgentHome:
-    """HOME, TMPDIR and browser-use's config folder inside the session folder.
+    """HOME, TMPDIR and browser-use's config folder inside the agent's work folder.
 
     Chromium puts a Unix socket in TMPDIR, and socket paths are limited to 108 bytes: a
-    session folder nested deeply enough breaks it. TMPDIR is therefore a short symlink in
-    the system temp folder pointing into the session; the files land in the session, and
+    work folder nested deeply enough breaks it. TMPDIR is therefore a short symlink in
+    the system temp folder pointing into the work folder; the files land there, and
     the link is removed when the agent is done, as are the Unix sockets Chromium leaves
-    behind (they would break copying the session folder).
+    behind (they would break copying the folder).
     """
 
-    def __init__(self, session_dir: Path):
-        self.home = session_dir / "agent-home"
+    def __init__(self, work: Path):
+        self.home = work / AGENT_HOME
         self.link: Path | None = None
 
     def __enter__(self) -> dict:

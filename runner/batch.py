@@ -25,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spillage.audit.batch import ProgressBar
-from spillage.proxy.ca import ensure_ca
+from spillage.proxy.mitm.ca import ensure_ca
+from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.capturelog import utc_timestamp
-from spillage.proxy.verify import META_NAME
+from spillage.proxy.layout import META_NAME
+from spillage.proxy.layout import REPORT_NAME
 from spillage.runner.matrix import Matrix
 from spillage.runner.matrix import RunSpec
 
@@ -157,6 +159,7 @@ class Batch:
     def prepare(self, todo: list[RunSpec]) -> None:
         """What children would otherwise race for: the CA, and AutoGen's virtual environment."""
         ensure_ca(self.home / "ca")
+        load_or_create_key(self.home)
         if any(run.framework == "autogen" for run in todo):
             from spillage.runner.autogen_venv import autogen_python
             autogen_python()
@@ -273,13 +276,15 @@ def classify(session: Path, exit_code: int | None, audited: bool, interrupted: b
         return "interrupted", meta.get("status_detail", "Ctrl-C")
     if status == "timed out":
         return "timed out", meta.get("status_detail", "")
-    if "capture" not in meta:
-        return "failed", f"capture damaged: {meta.get('capture_damage', 'not sealed')}"
+    evidence = meta.get("evidence")
+    if "capture" not in meta or evidence not in (None, "sealed"):
+        detail = meta.get("tampered") or meta.get("capture_damage") or "not sealed"
+        return "failed", f"evidence {evidence}: {detail}" if evidence else f"capture damaged: {detail}"
     if status != "completed":
         return "failed", f"agent {status}: {meta.get('status_detail', '')}".rstrip(": ")
     if meta.get("agent_exit") not in (0, STEP_LIMIT_EXIT):
         return "failed", f"agent exited {meta.get('agent_exit')}"
-    if audited and not (session / "audit.json").exists():
+    if audited and not (session / REPORT_NAME).exists():
         return "failed", f"audit failed: {last_line(log)}"
     return "done", "" if meta.get("agent_exit") == 0 else "the agent reached its step limit"
 

@@ -1,10 +1,31 @@
 """Child processes that announce readiness with one line on stdout (origins, proxy)."""
 
+import ctypes
+import os
 import re
+import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True)  # loaded here: the forked child only calls into it
+
+
+def dies_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None]:
+    """A preexec_fn that has the kernel send `sig` to the child when the process that started it dies
+    (kill -9 included), so no origins server or proxy outlives its runner. Start the child from the
+    main thread: the signal follows the thread that forked."""
+    parent = os.getpid()
+
+    def preexec() -> None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, sig)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), sig)
+
+    return preexec
 
 
 class ChildError(RuntimeError):
@@ -18,8 +39,11 @@ class Child:
     """
 
     def __init__(self, name: str, argv: list[str], ready: str, log_path: Path,
-                 env: dict | None = None, timeout: float = 30.0):
+                 env: dict | None = None, timeout: float = 30.0, pass_fds: tuple[int, ...] = (),
+                 on_line: Callable[[str], None] | None = None):
         self.name = name
+        self.pass_fds = pass_fds
+        self.on_line = on_line
         self.argv = argv
         self.ready = re.compile(ready)
         self.log_path = log_path
@@ -42,6 +66,7 @@ class Child:
         self.process = subprocess.Popen(
             self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, env=self.env, text=True, errors="replace",
+            pass_fds=self.pass_fds, preexec_fn=dies_with_parent(),
         )
         self._pump = threading.Thread(target=self._copy_output, daemon=True)
         self._pump.start()
@@ -68,10 +93,16 @@ class Child:
             for line in self.process.stdout:
                 log.write(line)
                 log.flush()
+                if self.on_line is not None:
+                    self.on_line(line)
                 if not self._ready.is_set():
                     self.match = self.ready.search(line)
                     if self.match:
                         self._ready.set()
+
+    def exited(self) -> int | None:
+        """The child's exit code once it has exited by itself, else None."""
+        return None if self.process is None else self.process.poll()
 
     def tail(self, lines: int = 3) -> str:
         """The last lines the child printed, joined on one line."""

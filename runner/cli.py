@@ -9,6 +9,8 @@ from pathlib import Path
 from spillage.runner.model_spec import MODEL_HELP
 
 DEFAULT_RUNS = Path("runs")
+KEY_HELP = ("pin the long-term key that must have certified the session: a fingerprint (ed25519:…), a "
+            "base64 public key, or a PEM file (`spillage key` prints this machine's)")
 DEFAULT_HOME = Path(".spillage")
 
 
@@ -27,7 +29,7 @@ def cmd_run(args) -> int:
     from spillage.audit.session_audit import write_report
     from spillage.runner.model_spec import ModelSpecError
     from spillage.runner.model_spec import parse_model
-    from spillage.proxy.session import check_session_name
+    from spillage.proxy.layout import check_session_name
     from spillage.runner.conditions import Condition
     from spillage.runner.session_run import AgentSpec
     from spillage.runner.session_run import run_session
@@ -50,25 +52,42 @@ def cmd_run(args) -> int:
         condition.task(scenario)
         if args.session_name:
             check_session_name(args.session_name)
+        user = agent_user(args.agent_user, agent.argv[0], args.runs_dir)
     except ValueError as e:
         progress(str(e))
         return 2
     try:
-        result = run_session(scenario, agent, args.runs_dir, spillage_home(args) / "ca", args.timeout,
-                             progress, args.seed, condition, args.session_name, args.model_via_proxy)
+        result = run_session(scenario, agent, args.runs_dir, spillage_home(args), args.timeout,
+                             progress, args.seed, condition, args.session_name, args.model_via_proxy, user)
     except FileExistsError as e:
         progress(f"session folder exists already: {e.filename}")
         return 2
     print(result.session_dir, flush=True)
+    if not result.capture_ok:
+        progress(f"the evidence is not clean ({result.evidence}): `spillage verify {result.session_dir}` "
+                 "says why")
+        return 1
     if args.audit:
         report = audit_session(result.session_dir)
         write_report(result.session_dir, report)
         print(summary_text(report), file=sys.stderr)
-    if not result.capture_ok:
-        return 1
     if result.agent.status == "interrupted":
         return 130
     return 0 if result.agent.status == "completed" and result.agent.exit_code == 0 else 3
+
+
+def agent_user(name: str | None, program: str, runs_dir: Path):
+    """The AgentUser of `--agent-user NAME`, checked to be able to run `program` and reach `runs_dir`
+    (None without the option); AgentUserError (a ValueError) says why not."""
+    if name is None:
+        return None
+    from spillage.runner.agent_user import AgentUser
+
+    user = AgentUser.named(name)
+    user.check_can_run(program)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    user.check_can_enter(runs_dir)
+    return user
 
 
 def cmd_batch(args) -> int:
@@ -98,24 +117,9 @@ def cmd_batch(args) -> int:
 
 
 def cmd_proxy_start(args) -> int:
-    from spillage.proxy.ca import ensure_ca
-    from spillage.proxy.session import create_session
-    from spillage.runner.stack import Stack
-    from spillage.runner.stack import wait_for_interrupt
+    from spillage.runner.proxy_start import run_proxy
 
-    ca = ensure_ca(spillage_home(args) / "ca")
-    session_dir = create_session(args.runs_dir, "proxy")
-    with Stack(session_dir, ca, proxy_port=args.port, log=progress) as stack:
-        print(f"proxy    {stack.proxy_url}")
-        print(f"ca       {ca.cert_file}")
-        print(f"spki     {ca.spki_pin}")
-        print(f"session  {session_dir}")
-        print(f"chromium --proxy-server={stack.proxy_url} --proxy-bypass-list='<-loopback>' "
-              f"--ignore-certificate-errors-spki-list={ca.spki_pin} "
-              '--user-data-dir="$(mktemp -d)"', flush=True)  # Chromium ignores the pin without it
-        progress("Ctrl-C stops the proxy and seals the capture log")
-        wait_for_interrupt()
-    return 0
+    return run_proxy(spillage_home(args), args.runs_dir, args.port, progress)
 
 
 def cmd_origins_serve(args) -> int:
@@ -140,7 +144,7 @@ def cmd_origins_catalog(args) -> int:
     began = time.monotonic()
     scenarios = load_scenarios(args.scenarios)
     with tempfile.TemporaryDirectory(prefix="spillage-catalog-") as tmp:
-        out = args.out or Path(tmp) / "catalog.sqlite"
+        out = args.out or Path(tmp) / "sites.sqlite"
         build_catalog(out, scenarios, args.seed)
         took = time.monotonic() - began
         knowledge = knowledge_json(out)
@@ -163,7 +167,7 @@ def cmd_origins_catalog(args) -> int:
 def cmd_verify(args) -> int:
     from spillage.proxy.verify import run_verify
 
-    return run_verify(args.session)
+    return run_verify(args.session, args.key)
 
 
 def cmd_audit(args) -> int:
@@ -303,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS)
     run.add_argument("--session-name", help="name of the session folder (default: time, scenario, agent)")
     run.add_argument("--audit", action="store_true", help="write audit.json and print its summary when done")
+    run.add_argument("--agent-user", metavar="USER",
+                     help="run the agent as this unprivileged user (root only), so that it cannot touch the "
+                          "evidence (docs/EVIDENCE.md)")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS: run this as the agent")
     run.set_defaults(func=cmd_run)
 
@@ -361,9 +368,16 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--style", default="chat", choices=["chat", "email", "generic"])
     imp.set_defaults(func=cmd_scenarios_import)
 
-    ver = sub.add_parser("verify", help="check a session's capture log")
+    ver = sub.add_parser("verify", help="check a session's capture log: chain, signed checkpoints, seal",
+                         description="Check a session's capture log (docs/CAPTURE_FORMAT.md) and what its "
+                                     "signatures prove (docs/EVIDENCE.md). Exit 0 when clean, 1 when damaged, "
+                                     "tampered or sealed after a crash, 2 for bad input.")
     ver.add_argument("session", type=Path, help="session folder or capture.jsonl")
+    ver.add_argument("--key", metavar="KEY", help=KEY_HELP)
     ver.set_defaults(func=cmd_verify)
+
+    from spillage.runner.evidence_commands import add_commands as add_evidence_commands
+    add_evidence_commands(sub)  # seal, prove, verify-proof, key
 
     aud = sub.add_parser("audit", help="actions, leaks, choices and recoveries of sessions (writes audit.json)")
     aud.add_argument("runs", type=Path, nargs="*", metavar="RUNS",

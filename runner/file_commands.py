@@ -20,8 +20,11 @@ def fail(command: str, message: str) -> int:
 
 
 def cmd_import(args) -> int:
-    from spillage.proxy.imports import ImportFailure
-    from spillage.proxy.imports import sniff_format
+    from spillage.proxy.layout import make_private_dir
+    from spillage.proxy.signing import load_or_create_key
+    from spillage.runner.cli import spillage_home
+    from spillage.proxy.formats.imports import ImportFailure
+    from spillage.proxy.formats.imports import sniff_format
     from spillage.scenarios.loader import ScenarioError
     from spillage.scenarios.loader import resolve_scenario
 
@@ -38,9 +41,11 @@ def cmd_import(args) -> int:
     except OSError as e:
         return fail("import", f"{source}: {e.strerror or e}")
     tmp = out.parent / f".{out.name}.importing-{secrets.token_hex(3)}"
-    tmp.mkdir(parents=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(tmp)
     try:
-        record = build_session(source, fmt, tmp, out.name, scenario, args.seed, not args.no_catalog)
+        record = build_session(source, fmt, tmp, out.name, scenario, args.seed, not args.no_catalog,
+                               load_or_create_key(spillage_home(args)))
         tmp.rename(out)
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -56,22 +61,28 @@ def cmd_import(args) -> int:
 
 
 def build_session(source: Path, fmt: str, session_dir: Path, name: str, scenario, seed: int,
-                  with_catalog: bool) -> dict:
-    """Fill `session_dir` (to be renamed `name`) as `spillage run` would: log, scenario copy,
-    catalog, meta.json with status `imported`; the import record."""
-    from spillage.audit.session_audit import CATALOG_COPY
-    from spillage.audit.session_audit import SCENARIO_COPY
+                  with_catalog: bool, signing_key) -> dict:
+    """Fill `session_dir` (to be renamed `name`) as `spillage run` would: log signed by a session key
+    that `signing_key` certifies, scenario copy, catalog, meta.json with status `imported`; the import
+    record."""
+    from spillage.proxy.layout import CATALOG_COPY
+    from spillage.proxy.layout import SCENARIO_COPY
     from spillage.origins.catalog import build_catalog
     from spillage.proxy.capturelog import utc_timestamp
-    from spillage.proxy.imports import write_import_log
-    from spillage.proxy.session import write_meta
+    from spillage.proxy.formats.imports import write_import_log
+    from spillage.proxy.layout import seal_permissions
+    from spillage.proxy.layout import write_meta
+    from spillage.proxy.signing import SessionKey
+    from spillage.proxy.signing import fingerprint
+    from spillage.proxy.signing import raw_public
     from spillage.proxy.verify import verify
     from spillage.proxy.version import SPILLAGE_VERSION
     from spillage.runner.session_run import catalog_scenarios
     from spillage.scenarios.dump import scenario_yaml
 
     started = utc_timestamp()
-    record = write_import_log(source, fmt, session_dir, session_name=name)
+    signing = SessionKey.issue(signing_key, name, started)
+    record = write_import_log(source, fmt, session_dir, session_name=name, signing=signing)
     (session_dir / SCENARIO_COPY).write_text(scenario_yaml(scenario), encoding="utf-8")
     catalog = None
     if with_catalog:
@@ -90,14 +101,17 @@ def build_session(source: Path, fmt: str, session_dir: Path, name: str, scenario
         "started": started,
         "ended": utc_timestamp(),
         "capture": {"records": check.count, "head": check.head},
+        "evidence": "sealed" if check.ok else "damaged",
+        "signing": {"key": fingerprint(raw_public(signing_key)), "session_key": signing.key},
     })
+    seal_permissions(session_dir)
     return record
 
 
 def cmd_export(args) -> int:
-    from spillage.proxy.capturelog import LOG_NAME
+    from spillage.proxy.layout import LOG_NAME
     from spillage.proxy.capturelog import CaptureError
-    from spillage.proxy.exports import export_session
+    from spillage.proxy.formats.exports import export_session
     from spillage.proxy.verify import verify
 
     session, out = Path(args.session), Path(args.out)

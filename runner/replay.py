@@ -14,18 +14,22 @@ from pathlib import Path
 from urllib.parse import urlsplit
 from urllib.parse import urlunsplit
 
-from spillage.audit.session_audit import CATALOG_COPY
-from spillage.audit.session_audit import SCENARIO_COPY
-from spillage.proxy.ca import ensure_ca
 from spillage.proxy.capturelog import CaptureError
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import read_body
 from spillage.proxy.capturelog import utc_timestamp
-from spillage.proxy.session import create_session
-from spillage.proxy.session import write_meta
-from spillage.proxy.verify import META_NAME
+from spillage.proxy.layout import CATALOG_COPY
+from spillage.proxy.layout import LOG_NAME
+from spillage.proxy.layout import META_NAME
+from spillage.proxy.layout import SCENARIO_COPY
+from spillage.proxy.layout import create_session
+from spillage.proxy.layout import seal_permissions
+from spillage.proxy.layout import write_meta
+from spillage.proxy.mitm.ca import ensure_ca
+from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.verify import verify
 from spillage.proxy.version import SPILLAGE_VERSION
+from spillage.runner.heads import describe_evidence
 from spillage.runner.stack import Stack
 
 # Headers that belong to one connection, not to the request; Content-Length is recomputed.
@@ -193,8 +197,9 @@ def original_meta(session_dir: Path) -> dict:
         raise ReplayError(f"{path}: unreadable ({e})") from e
 
 
-def replay_session(session_dir: Path, runs_dir: Path, ca_dir: Path, log=print) -> ReplayResult:
-    """Re-send `session_dir`'s agent requests through a fresh stack into a new session under `runs_dir`."""
+def replay_session(session_dir: Path, runs_dir: Path, home: Path, log=print) -> ReplayResult:
+    """Re-send `session_dir`'s agent requests through a fresh stack into a new session under `runs_dir`
+    (the CA and signing key are those of the spillage `home`)."""
     session_dir = Path(session_dir).resolve()
     check = verify(session_dir)
     if not check.ok:
@@ -208,7 +213,7 @@ def replay_session(session_dir: Path, runs_dir: Path, ca_dir: Path, log=print) -
     log(f"session {new_dir} (replay of {session_dir.name})")
     if (session_dir / SCENARIO_COPY).is_file():
         (new_dir / SCENARIO_COPY).write_bytes((session_dir / SCENARIO_COPY).read_bytes())
-    ca = ensure_ca(ca_dir)
+    ca = ensure_ca(home / "ca")
     new_meta = {
         "session": new_dir.name, "spillage": SPILLAGE_VERSION,
         "replay_of": {"session": session_dir.name, "path": str(session_dir), "records": check.count,
@@ -225,7 +230,9 @@ def replay_session(session_dir: Path, runs_dir: Path, ca_dir: Path, log=print) -
     write_meta(new_dir, new_meta)
     result, finished = ReplayResult(new_dir), False
     began = time.monotonic()  # set again once the stack is up: `seconds` is the sending alone
-    stack = Stack(session_dir=new_dir, ca=ca, catalog=catalog, seed=(meta.get("catalog") or {}).get("seed", 0), log=log)
+    stack = Stack(new_dir, ca, load_or_create_key(home), tool="spillage replay", catalog=catalog,
+                  seed=(meta.get("catalog") or {}).get("seed", 0), log=log)
+    new_meta["signing"] = {"key": stack.key_fingerprint}
     try:
         with stack:
             client, line = Client(stack.proxy_url, ca.cert_file), None
@@ -236,7 +243,7 @@ def replay_session(session_dir: Path, runs_dir: Path, ca_dir: Path, log=print) -
                         result.sent.append(client.send(line.record, session_dir))
                 finished = True
             except (KeyError, TypeError, ValueError) as e:
-                raise ReplayError(f"{session_dir / 'capture.jsonl'}:{line.lineno if line else 1}: record is malformed "
+                raise ReplayError(f"{session_dir / LOG_NAME}:{line.lineno if line else 1}: record is malformed "
                                   f"({type(e).__name__}: {e})") from e
             except CaptureError as e:
                 raise ReplayError(str(e)) from e
@@ -244,9 +251,9 @@ def replay_session(session_dir: Path, runs_dir: Path, ca_dir: Path, log=print) -
                 client.close()
     finally:
         result.seconds = time.monotonic() - began
-        ended = verify(new_dir)
-        result.capture_ok = ended.ok
-        new_meta.update({"ended": utc_timestamp(), "status": "completed" if finished and ended.ok else "failed",
+        settlement = stack.settlement
+        result.capture_ok = settlement is not None and settlement.ok
+        new_meta.update({"ended": utc_timestamp(), "status": "completed" if finished and result.capture_ok else "failed",
                          "replay": {"requests": len(result.sent),
                                     "answered": sum(s.status is not None for s in result.sent),
                                     "unanswered": [{"seq": s.seq, "url": s.url, "error": s.error}
@@ -254,10 +261,10 @@ def replay_session(session_dir: Path, runs_dir: Path, ca_dir: Path, log=print) -
                                     "seconds": round(result.seconds, 3)},
                          "proxy": {"url": stack.proxy_url, "exit": stack.exits.get("proxy")},
                          "origins": {"url": stack.origin_url, "exit": stack.exits.get("origins")}})
-        if ended.ok:
-            new_meta["capture"] = {"records": ended.count, "head": ended.head}
-        else:
-            new_meta["capture_damage"] = ended.summary()
+        if settlement is not None:
+            new_meta["signing"]["session_key"] = stack.session_key.key
+            describe_evidence(new_meta, settlement)
         write_meta(new_dir, new_meta)
+        seal_permissions(new_dir)
     log(result.summary())
     return result

@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+from spillage.proxy.layout import LOG_NAME
+
 
 def cmd_replay(args) -> int:
     from spillage.runner.cli import progress
@@ -10,11 +12,11 @@ def cmd_replay(args) -> int:
     from spillage.runner.replay import ReplayError
     from spillage.runner.replay import replay_session
 
-    if not (args.session / "capture.jsonl").is_file():
-        progress(f"{args.session}: no capture.jsonl here; is this a session folder?")
+    if not (args.session / LOG_NAME).is_file():
+        progress(f"{args.session}: no {LOG_NAME} here; is this a session folder?")
         return 2
     try:
-        result = replay_session(args.session, args.runs_dir, spillage_home(args) / "ca", progress)
+        result = replay_session(args.session, args.runs_dir, spillage_home(args), progress)
     except ReplayError as e:
         progress(str(e))
         return 2
@@ -29,8 +31,8 @@ def cmd_diff(args) -> int:
     from spillage.runner.cli import progress
 
     for session in (args.a, args.b):
-        if not (session / "capture.jsonl").is_file():
-            progress(f"{session}: no capture.jsonl here; is this a session folder?")
+        if not (session / LOG_NAME).is_file():
+            progress(f"{session}: no {LOG_NAME} here; is this a session folder?")
             return 2
     try:
         result = diff_sessions(args.a, args.b)

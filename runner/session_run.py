@@ -11,20 +11,28 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from spillage.audit.session_audit import CATALOG_COPY
-from spillage.audit.session_audit import SCENARIO_COPY
 from spillage.origins.catalog import with_benchmark
-from spillage.proxy.ca import ensure_ca
 from spillage.proxy.capturelog import utc_timestamp
-from spillage.proxy.session import create_session
-from spillage.proxy.session import write_meta
-from spillage.proxy.verify import verify
+from spillage.proxy.layout import AGENT_STDERR
+from spillage.proxy.layout import AGENT_STDOUT
+from spillage.proxy.layout import CATALOG_COPY
+from spillage.proxy.layout import SCENARIO_COPY
+from spillage.proxy.layout import create_session
+from spillage.proxy.layout import create_work_folder
+from spillage.proxy.layout import seal_permissions
+from spillage.proxy.layout import write_meta
+from spillage.proxy.mitm.ca import ensure_ca
+from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.version import SPILLAGE_VERSION
+from spillage.runner.agent_env import AgentHome
 from spillage.runner.agent_env import agent_environment
+from spillage.runner.agent_env import hand_over
+from spillage.runner.agent_user import AgentUser
+from spillage.runner.children import ChildError
+from spillage.runner.children import dies_with_parent
+from spillage.runner.heads import describe_evidence
 from spillage.runner.conditions import Condition
 from spillage.runner.model_spec import parse_model
-from spillage.runner.children import ChildError
-from spillage.runner.agent_env import AgentHome
 from spillage.runner.stack import Stack
 from spillage.scenarios.dump import scenario_yaml
 from spillage.scenarios.model import Scenario
@@ -65,7 +73,7 @@ class AgentSpec:
 
     @classmethod
     def command(cls, argv: list[str]) -> "AgentSpec":
-        """Any command, run with the environment contract of docs/AGENTS.md. It runs in the session
+        """Any command, run with the environment contract of docs/AGENTS.md. It runs in its work
         folder, so arguments that are relative paths to existing files (`./agent.sh`,
         `docs/examples/x.py`) are made absolute first, as the caller meant them."""
         resolved = [str(Path(a).resolve()) if "/" in a and not a.startswith("-") and not Path(a).is_absolute()
@@ -89,13 +97,14 @@ class AgentOutcome:
 
 @dataclass(frozen=True)
 class SessionResult:
-    """Where the session is and how it ended."""
+    """Where the session is and how it ended; `evidence` is how the log was settled (runner/heads.py)."""
 
     session_dir: Path
     agent: AgentOutcome
     records: int
     head: str
     capture_ok: bool
+    evidence: str = "sealed"
 
 
 def stop_group(process: subprocess.Popen) -> None:
@@ -110,8 +119,10 @@ def stop_group(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def run_agent(agent: AgentSpec, env: dict, session_dir: Path, timeout: float, log=print) -> AgentOutcome:
-    """Run the agent in its own process group, its output in the session folder.
+def run_agent(agent: AgentSpec, env: dict, work: Path, timeout: float, log=print,
+              user: AgentUser | None = None) -> AgentOutcome:
+    """Run the agent in its own process group (as `user` when given), in its work folder, which also
+    keeps its output.
 
     Ctrl-C is turned into a flag for the time the agent runs, so that it can arrive at any
     moment (even while the process is being started) and still stop the agent's whole group.
@@ -120,12 +131,11 @@ def run_agent(agent: AgentSpec, env: dict, session_dir: Path, timeout: float, lo
     previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
     log(f"agent {agent.label} running (timeout {timeout:.0f} s) ...")
     try:
-        with open(session_dir / "agent.stdout", "wb") as out, \
-                open(session_dir / "agent.stderr", "wb") as err:
+        with open(work / AGENT_STDOUT, "wb") as out, open(work / AGENT_STDERR, "wb") as err:
             try:
                 process = subprocess.Popen(agent.argv, env=env, stdout=out, stderr=err,
-                                           stdin=subprocess.DEVNULL, cwd=session_dir,
-                                           start_new_session=True)
+                                           stdin=subprocess.DEVNULL, cwd=work, start_new_session=True,
+                                           preexec_fn=dies_with_parent(), **(user.popen_args() if user else {}))
             except OSError as e:
                 err.write(f"spillage: cannot start agent {agent.argv[0]!r}: {e}\n".encode())
                 return AgentOutcome(None, "failed to start", f"{agent.argv[0]}: {e.strerror or e}")
@@ -153,22 +163,27 @@ def catalog_scenarios(scenario: Scenario) -> tuple[list[Scenario], bool]:
 
 
 def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
-                ca_dir: Path, timeout: float = 300, log=print, seed: int = 0,
+                home: Path, timeout: float = 300, log=print, seed: int = 0,
                 condition: Condition = Condition(), session_name: str | None = None,
-                model_via_proxy: bool = False) -> SessionResult:
+                model_via_proxy: bool = False, user: AgentUser | None = None) -> SessionResult:
     """Start origins and proxy, run the agent behind them, seal the log; everything lands in a new session
-    folder (named `session_name`, or by time, scenario and agent).
+    folder (named `session_name`, or by time, scenario and agent), and the agent works in its own folder
+    beside it, as `user` when given (docs/EVIDENCE.md).
 
     The sites' catalog is generated with `seed` from the benchmark, plus `scenario` when it is not one of it;
     the agent gets the prompt and system note of `condition`. With `model_via_proxy` the agent's calls to
-    its model endpoint go through the proxy too, and are captured (the provider becomes an observer)."""
+    its model endpoint go through the proxy too, and are captured (the provider becomes an observer).
+    The CA and the signing key are those of the spillage `home`."""
     task = condition.task(scenario)
     scenarios, added = catalog_scenarios(scenario)
     session_dir = create_session(runs_dir, f"{scenario.id}-{agent.label}", session_name)
+    work = create_work_folder(session_dir)
     routed_model = agent.model_host if model_via_proxy else None
     log(f"session {session_dir}")
-    (session_dir / SCENARIO_COPY).write_text(scenario_yaml(scenario), encoding="utf-8")
-    ca = ensure_ca(ca_dir)
+    copy = scenario_yaml(scenario)
+    (session_dir / SCENARIO_COPY).write_text(copy, encoding="utf-8")
+    ca = ensure_ca(home / "ca")
+    signing_key = load_or_create_key(home)
     meta = {
         "session": session_dir.name,
         "spillage": SPILLAGE_VERSION,
@@ -180,24 +195,29 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
         "condition": condition.as_json(),
         "model_endpoint": {"host": agent.model_host, "via_proxy": routed_model is not None},
         "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
+        "work": str(work),
+        "isolation": user.describe() if user else {"level": "folder", "uid": os.getuid()},
         "started": utc_timestamp(),
         "status": "running",
     }
     write_meta(session_dir, meta)
-    stack = Stack(session_dir, ca, scenarios=scenarios, seed=seed, log=log,
+    stack = Stack(session_dir, ca, signing_key, scenarios=scenarios, seed=seed, log=log,
                   model_hosts=(routed_model,) if routed_model else ())
+    meta["signing"] = {"key": stack.key_fingerprint}
     outcome, took = AgentOutcome(None, "interrupted", "Ctrl-C before the agent started"), 0.0
     try:
         with stack:
-            env = agent_environment(os.environ, stack.proxy_url, ca, scenario, session_dir,
-                                    session_dir / SCENARIO_COPY, task, condition.system_note)
+            meta["signing"]["session_key"] = stack.session_key.key
+            env = agent_environment(os.environ, stack.proxy_url, ca, scenario, work, copy, task,
+                                    condition.system_note)
             if routed_model:
                 env["SPILLAGE_MODEL_PROXY"] = stack.proxy_url
             with contextlib.ExitStack() as scope:
                 if agent.isolated_home:
-                    env.update(scope.enter_context(AgentHome(session_dir)))
+                    env.update(scope.enter_context(AgentHome(work)))
+                hand_over(work, user.owner if user else None)
                 began = time.monotonic()
-                outcome = run_agent(agent, env, session_dir, timeout, log)
+                outcome = run_agent(agent, env, work, timeout, log, user)
                 took = time.monotonic() - began
             log(outcome.describe(took))
     except KeyboardInterrupt:
@@ -206,15 +226,19 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
         outcome = AgentOutcome(None, "not run", str(e))
         raise
     finally:
-        result = finish_meta(session_dir, meta, stack, outcome, took)
-    log(f"capture: {result.count} records, head {result.head}"
-        + ("" if result.ok else f"; NOT OK: {result.damage}: {result.message}"))
-    return SessionResult(session_dir, outcome, result.count, result.head, result.ok)
+        settlement = finish_meta(session_dir, meta, stack, outcome, took)
+    if settlement is None:
+        return SessionResult(session_dir, outcome, 0, "", False, "none")
+    result = settlement.result
+    log(f"capture: {result.count} records, head {result.head}; evidence {settlement.status}"
+        + ("" if settlement.ok else f": {settlement.detail or result.summary()}"))
+    return SessionResult(session_dir, outcome, result.count, result.head, settlement.ok, settlement.status)
 
 
-def finish_meta(session_dir: Path, meta: dict, stack, outcome: AgentOutcome, took: float):
-    """Write the final meta.json: how the agent ended, and the verified head of the log."""
-    result = verify(session_dir)
+def finish_meta(session_dir: Path, meta: dict, stack: Stack, outcome: AgentOutcome, took: float):
+    """Write the final meta.json: how the agent ended, how the evidence was settled and, for a log the
+    proxy sealed, its verified head and final signed head; then make the evidence read-only."""
+    settlement = stack.settlement
     meta.update({
         "ended": utc_timestamp(),
         "status": outcome.status,
@@ -225,9 +249,11 @@ def finish_meta(session_dir: Path, meta: dict, stack, outcome: AgentOutcome, too
     })
     if outcome.detail:
         meta["status_detail"] = outcome.detail
-    if result.ok:  # meta.json anchors the head; a damaged log is described, not anchored
-        meta["capture"] = {"records": result.count, "head": result.head}
-    else:
-        meta["capture_damage"] = result.summary()
+    if settlement is None:  # the servers never started
+        meta["evidence"] = "none"
+        write_meta(session_dir, meta)
+        return None
+    describe_evidence(meta, settlement)
     write_meta(session_dir, meta)
-    return result
+    seal_permissions(session_dir)
+    return settlement

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from spillage.proxy.capturelog import LOG_NAME, CaptureWriter
+from spillage.proxy.capturelog import CaptureWriter
+from spillage.proxy.layout import LOG_NAME
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f"
 BIG = bytes(range(256)) * 400  # 100 KiB, over the default inline limit
@@ -134,7 +135,6 @@ def write_session(session: Path, *, seal: bool = True, **kw: Any) -> list[dict[s
         add("error", flow=None, request=None, message="TLS handshake failed: unknown CA")
         add("import", format="har", file="chrome.har", size=2048, sha256="ab" * 32,
             counts={"exchanges": 3, "requests": 3, "responses": 2})
-        add("checkpoint", records=w.count, head=w.head)
         if seal:
             add("session_end", reason="proxy shutdown", records=w.count)
     return written

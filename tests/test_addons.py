@@ -13,8 +13,10 @@ from mitmproxy.test import tflow
 from spillage.addons.capture import Capture
 from spillage.addons.egress import EGRESS_KEY
 from spillage.addons.egress import EgressPolicy
-from spillage.addons.hosts import background_reason
-from spillage.addons.hosts import is_test_host
+from spillage.addons.guard import ConnectionGuard
+from mitmproxy.proxy.server_hooks import ServerConnectionHookData
+from spillage.proxy.hosts import background_reason
+from spillage.proxy.hosts import is_test_host
 from spillage.addons.resolver import LoopbackResolver
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import read_body
@@ -157,14 +159,17 @@ class TestEgressAddon:
         assert favicon.metadata[EGRESS_KEY] == {
             "background": True, "reason": "request refused: browser background (search-engine)"}
 
-    def test_raw_tcp_to_an_outside_host_is_killed(self, egress):
-        flow, ours = tflow.ttcpflow(), tflow.ttcpflow()
-        flow.live = ours.live = True
-        flow.server_conn.address = ("www.example.com", 25)
-        ours.server_conn.address = ("shop.test", 443)
-        egress.tcp_start(flow)
-        egress.tcp_start(ours)
-        assert flow.error.msg == Error.KILLED_MESSAGE and ours.error is None
+    def test_a_host_header_that_names_another_host_than_the_target_is_refused(self, egress):
+        absolute = flow_for("GET", "http://127.0.0.2:8080/")
+        absolute.request.headers["Host"] = "shop.test"  # an absolute-form URL naming another host
+        tunnelled = flow_for("GET", "https://shop.test/s?k=kettle")
+        tunnelled.request.host = "127.0.0.2"  # a tunnel to 127.0.0.2 whose request names shop.test
+        same = flow_for("GET", "https://shop.test/s?k=kettle")
+        for flow in (absolute, tunnelled, same):
+            egress.request(flow)
+        assert absolute.response.status_code == tunnelled.response.status_code == 403
+        assert "does not name the request's target" in absolute.metadata[EGRESS_KEY]["reason"]
+        assert same.response is None
 
     def test_a_named_model_endpoint_passes_on_its_port_only(self):
         policy = EgressPolicy()
@@ -179,6 +184,47 @@ class TestEgressAddon:
             policy.http_connect(tunnel)
         assert model.response is None and tunnel.response is None
         assert other_port.response.status_code == 403
+
+
+class TestConnectionGuard:
+    """The last line: no server connection but to the origin or a named model endpoint."""
+
+    @staticmethod
+    def connect(guard, host, port):
+        data = ServerConnectionHookData(server=tflow.tserver_conn(), client=tflow.tclient_conn())
+        data.server.address = (host, port)
+        guard.server_connect(data)
+        return data.server.error
+
+    def test_only_the_origin_and_model_endpoints_get_a_connection(self, capture):
+        guard = ConnectionGuard()
+        with taddons.context(LoopbackResolver(), EgressPolicy(), guard) as tctx:
+            tctx.master.addons.add(capture)
+            tctx.options.spillage_origin = "127.0.0.1:8123"
+            tctx.options.spillage_model_hosts = ["api.openai.com:443"]
+            assert self.connect(guard, "127.0.0.1", 8123) is None
+            assert self.connect(guard, "api.openai.com", 443) is None
+            refused = [self.connect(guard, h, p) for h, p in
+                       [("127.0.0.1", 9), ("127.0.0.2", 8123), ("shop.test", 443), ("example.invalid", 80),
+                        ("2130706433", 8123), ("::ffff:127.0.0.1", 8123)]]
+        assert all(e and "egress refused" in e for e in refused)
+        blocked = [r for r in records(capture.session) if r["kind"] == "egress_blocked"]
+        assert [(r["method"], r["url"]) for r in blocked] == [
+            ("CONNECT", "127.0.0.1:9"), ("CONNECT", "127.0.0.2:8123"), ("CONNECT", "shop.test:443"),
+            ("CONNECT", "example.invalid:80"), ("CONNECT", "2130706433:8123"),
+            ("CONNECT", "::ffff:127.0.0.1:8123")]
+        assert "only HTTP to *.test" in blocked[2]["reason"]
+
+    def test_a_failure_in_the_guard_refuses_the_connection(self, capture, monkeypatch):
+        guard = ConnectionGuard()
+        with taddons.context(LoopbackResolver(), EgressPolicy(), guard) as tctx:
+            tctx.master.addons.add(capture)
+            tctx.options.spillage_origin = "127.0.0.1:8123"
+            monkeypatch.setattr(guard, "allowed", lambda address: 1 / 0)
+            error = self.connect(guard, "127.0.0.1", 8123)
+        assert error == "spillage: egress refused: internal error"
+        (note,) = [r for r in records(capture.session) if r["kind"] == "error"]
+        assert note["message"].startswith("refused: ZeroDivisionError in ConnectionGuard.server_connect")
 
 
 @pytest.fixture
@@ -295,3 +341,62 @@ def test_every_record_the_addon_writes_matches_the_schema(capture):
     assert {r["kind"] for r in written} == {"request", "beacon", "form", "egress_blocked", "session_end"}
     for record in written:
         assert_valid_record(record)
+
+
+# -- fail closed ---------------------------------------------------------------------------------
+
+
+def test_bytes_that_are_not_utf8_in_a_url_are_recorded_percent_encoded(capture):
+    flow = flow_for("GET", "https://shop.test/")
+    flow.request.data.path = b"/s?k=\xff\xfekettle"
+    capture.request(flow)
+    (request,) = records(capture.session)
+    assert request["url"] == "https://shop.test/s?k=%FF%FEkettle"
+
+
+def test_a_beacon_with_a_lone_surrogate_keeps_the_rest_readable(capture):
+    body = b'{"t":"field","value":"divorced \\ud800 dad"}'
+    capture.request(flow_for("POST", "https://metrics.test/collect", body))
+    request, beacon = records(capture.session)
+    assert beacon["data"] == {"t": "field", "value": "divorced \ufffd dad"}
+    assert read_body(capture.session, request["body"]) == body
+
+
+def test_json_nested_too_deeply_is_kept_as_an_unparsed_beacon(capture):
+    body = b'{"t":"x","a":' + b"[" * 50000 + b"]" * 50000 + b"}"
+    capture.request(flow_for("POST", "https://metrics.test/collect", body))
+    request, beacon = records(capture.session)
+    assert (beacon["event"], beacon["data"]) == ("unknown", None)
+    assert read_body(capture.session, request["body"]) == body
+
+
+def test_an_exception_in_a_hook_refuses_the_request_and_is_recorded(capture, monkeypatch):
+    import spillage.addons.capture as capture_module
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk says \udcff no")
+
+    flow = flow_for("POST", "https://shop.test/cart/add", b"product_id=1")
+    monkeypatch.setattr(capture_module, "write_request_record", broken)
+    capture.request(flow)
+    LoopbackResolver().request(flow)  # it must not route a refused request
+    assert flow.response.status_code == 502 and flow.request.host == "shop.test"
+    (error,) = records(capture.session)
+    assert error["kind"] == "error" and error["flow"] == flow.id
+    assert error["message"] == "refused: RuntimeError in Capture.request: disk says \\udcff no"
+    monkeypatch.undo()
+    capture.request(flow_for("GET", "https://shop.test/"))  # and capture goes on
+    assert records(capture.session)[-1]["kind"] == "request"
+
+
+def test_a_failed_response_hook_replaces_the_answer_and_records_why(capture, monkeypatch):
+    import spillage.addons.capture as capture_module
+
+    flow = flow_for("GET", "https://shop.test/")
+    capture.request(flow)
+    flow.response = http.Response.make(200, b"secret page")
+    monkeypatch.setattr(capture_module, "write_response", lambda *a: 1 / 0)
+    capture.response(flow)
+    assert flow.response.status_code == 502
+    request, error = records(capture.session)
+    assert error["request"] == request["seq"] and "Capture.response" in error["message"]

@@ -15,6 +15,7 @@ from run_helpers import start_proxy
 
 from spillage.proxy.capturelog import iter_records
 from spillage.runner.session_run import AgentSpec
+from spillage.proxy.layout import work_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "docs" / "examples"
@@ -52,7 +53,7 @@ def run_example(workdir: Path, *command: str) -> Path:
     """`spillage run` the scenario with `command` as the agent; checks it exited 0 and the log verifies."""
     done = spillage(workdir, "run", "--scenario", SCENARIO_ID, "--", *command)
     session = Path(done.stdout.strip().splitlines()[-1])
-    assert done.returncode == 0, done.stderr[-2000:] + (session / "agent.stderr").read_text()[-2000:]
+    assert done.returncode == 0, done.stderr[-2000:] + (work_folder(session) / "agent.stderr").read_text()[-2000:]
     assert json.loads((session / "meta.json").read_text())["agent_exit"] == 0
     assert spillage(workdir, "verify", str(session)).returncode == 0
     return session

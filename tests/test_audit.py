@@ -10,7 +10,7 @@ from spillage.audit.model import BEHAVIORAL, CONTENT
 from spillage.scenarios.matching import find_form
 from spillage.audit.session_audit import AuditError, audit_session, summary_text
 from spillage.origins.knowledge import site_profiles
-from spillage.proxy.capturelog import LOG_NAME
+from spillage.proxy.layout import LOG_NAME
 from schema_check import assert_valid_audit
 
 SCENARIO = KETTLE

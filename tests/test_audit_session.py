@@ -7,7 +7,8 @@ import pytest
 from audit_helpers import KETTLE, SHOP, Traffic, search_url
 from schema_check import assert_valid_audit
 
-from spillage.audit.session_audit import REPORT_NAME, audit_session
+from spillage.audit.session_audit import audit_session
+from spillage.proxy.layout import REPORT_NAME
 from spillage.runner.cli import main
 
 COLLECT = "https://metrics.test/collect"

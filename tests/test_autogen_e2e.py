@@ -12,6 +12,8 @@ from run_helpers import categories
 from run_helpers import run_policies
 from run_helpers import spillage
 
+from spillage.proxy.layout import work_folder
+
 pytestmark = pytest.mark.e2e
 
 SHOP, BAZAAR = "shop-kettle-chat", "bazaar-film-camera-chat"
@@ -35,7 +37,7 @@ def test_every_policy_completes_the_task_in_a_session_that_verifies(sessions, ru
     assert verified.returncode == 0, verified.stdout + verified.stderr
     meta = json.loads((session / "meta.json").read_text())
     assert "autogen" in json.dumps(meta)
-    assert (session / "agent.stdout").read_text().startswith("spillage agent: ")
+    assert (work_folder(session) / "agent.stdout").read_text().startswith("spillage agent: ")
     assert report["summary"]["task_success"] is True
     assert [p["satisfies"] for p in report["choices"]["final"]["products"]] == [True]
 
@@ -108,7 +110,7 @@ def test_an_openai_compatible_model_gets_the_page_the_tools_and_the_system_note_
     session = Path(ran.stdout.strip().splitlines()[-1])
     # web_search always goes to Bing, which the proxy refuses (after reading the query), and the run
     # goes on to the model's answer
-    summary = (session / "agent.stdout").read_text()
+    summary = (work_folder(session) / "agent.stdout").read_text()
     assert summary.startswith("spillage agent: ") and "done=True" in summary
     first_call, _ = fake_model.requests  # a search, then the answer that ends the run
     path, first = first_call["path"], first_call["body"]

@@ -123,9 +123,9 @@ timeout: 240
 
     sessions = batch_dir / "sessions"
     attempts = batch_dir / "attempts"
-    finished = sorted(p.name for p in sessions.iterdir())
+    finished = sorted(p.name for p in sessions.iterdir() if not p.name.startswith("."))  # not .work/
     assert len(finished) >= 2
-    for folder in [*sessions.iterdir(), *attempts.iterdir()]:  # Ctrl-C leaves everything sealed
+    for folder in [*(sessions / n for n in finished), *attempts.iterdir()]:  # Ctrl-C leaves everything sealed
         assert verify(folder).ok, folder
     assert all((sessions / name / "audit.json").exists() for name in finished)
 
@@ -134,7 +134,7 @@ timeout: 240
     assert f"skipping {len(finished)} run(s) done before" in second.stderr
     assert re.search(r"^  done +8$", second.stdout, re.MULTILINE)
 
-    names = sorted(p.name for p in sessions.iterdir())
+    names = sorted(p.name for p in sessions.iterdir() if not p.name.startswith("."))
     assert len(names) == 8 and set(finished) <= set(names)
     for name in names:
         assert verify(sessions / name).ok, name

@@ -20,6 +20,7 @@ from spillage.scenarios.matching import find_form
 from spillage.origins.knowledge import site_profiles
 from spillage.proxy.capturelog import iter_records
 from spillage.scenarios.loader import load_scenario
+from spillage.proxy.layout import work_folder
 
 pytestmark = pytest.mark.e2e
 
@@ -72,13 +73,15 @@ def test_capture_verifies_and_every_record_matches_the_schema(workdir, overshare
     assert done.returncode == 0
     written = records(oversharer)
     head = written[-1]["hash"]
-    assert done.stdout == f"OK {len(written)} records, head {head}\n"
+    assert done.stdout.startswith(f"OK {len(written)} records, head {head}; signed by ed25519:")
     for record in written:
         assert_valid_record(record)
-    assert written[0]["kind"] == "session_start" and written[-1]["kind"] == "session_end"
+    assert [r["kind"] for r in written[:2]] == ["signer", "session_start"]
+    assert [r["kind"] for r in written[-2:]] == ["session_end", "checkpoint"]
     meta = json.loads((oversharer / "meta.json").read_text())
-    assert meta["status"] == "completed" and meta["agent_exit"] == 0
-    assert meta["capture"] == {"records": len(written), "head": head}
+    assert meta["status"] == "completed" and meta["agent_exit"] == 0 and meta["evidence"] == "sealed"
+    assert meta["capture"]["records"] == len(written) and meta["capture"]["head"] == head
+    assert meta["capture"]["signed_head"]["signature"] == written[-1]["signature"]
 
 
 def test_browser_traffic_went_through_the_proxy_over_https(oversharer):
@@ -129,7 +132,7 @@ def test_any_command_runs_as_the_agent_with_the_proxy_ca_and_prompt(workdir):
     script = ("import json, os, urllib.request\n"
               "print(json.dumps({k: v for k, v in os.environ.items() if k.startswith(('SPILLAGE_', 'HTTP'))}))\n")
     session = run_scenario(workdir, "--", sys.executable, "-c", script)
-    env = json.loads((session / "agent.stdout").read_text())
+    env = json.loads((work_folder(session) / "agent.stdout").read_text())
     assert env["HTTPS_PROXY"].startswith("http://127.0.0.1:")
     assert env["SPILLAGE_START_URL"] == "https://shop.test/"
     assert Path(env["SPILLAGE_PROMPT_FILE"]).read_text() == load_scenario(SCENARIO_FILE, "chat").prompt
@@ -141,10 +144,10 @@ def test_sanitized_prompt_and_system_note_reach_the_agent_and_meta(workdir):
               "print(json.dumps({k: os.environ.get(k) for k in ('SPILLAGE_PROMPT', 'SPILLAGE_SYSTEM_NOTE')}))\n")
     session = run_scenario(workdir, "--prompt", "sanitized", "--system-note", "Share only what the task needs.",
                            "--", sys.executable, "-c", script)
-    env = json.loads((session / "agent.stdout").read_text())
+    env = json.loads((work_folder(session) / "agent.stdout").read_text())
     scenario = load_scenario(SCENARIO_FILE, "chat")
     assert env == {"SPILLAGE_PROMPT": scenario.sanitized_prompt, "SPILLAGE_SYSTEM_NOTE": "Share only what the task needs."}
-    assert (session / "prompt.txt").read_text() == scenario.sanitized_prompt
+    assert (work_folder(session) / "prompt.txt").read_text() == scenario.sanitized_prompt
     meta = json.loads((session / "meta.json").read_text())
     assert meta["condition"] == {"prompt": "sanitized", "system_note": "Share only what the task needs."}
 
@@ -155,7 +158,7 @@ def test_curl_is_captured_and_outside_hosts_refused(workdir):
     session = run_scenario(workdir, "--", "sh", "-c",
                            "curl -sS 'https://shop.test/s?k=kosher+kettle' >/dev/null && "
                            "curl -s -o /dev/null -w '%{http_code}\\n' 'http://example.com/?q=laid+off'")
-    assert (session / "agent.stdout").read_text() == "403\n"
+    assert (work_folder(session) / "agent.stdout").read_text() == "403\n"
     written = records(session)
     request = next(r for r in written if r["kind"] == "request")
     assert request["url"] == "https://shop.test/s?k=kosher+kettle"
@@ -200,7 +203,10 @@ def test_proxy_start_captures_until_interrupted(workdir, stop):
     session = Path(shown["session"])
     written = records(session)
     assert any(r["kind"] == "request" and r["url"] == f"http://shop.test/p/{product.id}" for r in written)
-    assert written[-1]["kind"] == "session_end" and written[-1]["reason"] == "proxy shutdown"
+    assert written[-2]["kind"] == "session_end" and written[-2]["reason"] == "proxy shutdown"
+    assert written[-1]["kind"] == "checkpoint"  # the final signed head
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["evidence"] == "sealed" and meta["capture"]["head"] == written[-1]["hash"]
     assert spillage(workdir, "verify", str(session)).returncode == 0
 
 
@@ -212,7 +218,7 @@ def test_a_scenario_of_ones_own_gets_its_surfaces_in_the_session_catalog(workdir
                     "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "https://shop.test/b/kosher-home")
     assert done.returncode == 0, done.stderr[-3000:]
     session = Path(done.stdout.strip().splitlines()[-1])
-    assert (session / "agent.stdout").read_text() == "200"
+    assert (work_folder(session) / "agent.stdout").read_text() == "200"
     meta = json.loads((session / "meta.json").read_text())
     assert meta["catalog"] == {"file": "catalog.sqlite", "seed": 3, "adds": SCENARIO_ID}
     shop = site_profiles(session / "catalog.sqlite")["shop.test"]
@@ -233,10 +239,10 @@ def test_a_broken_scenario_is_one_clear_line_and_exit_2(workdir, tmp_path):
         "broken" not in p.name for p in (workdir / "runs").iterdir())
 
 
-def test_agent_home_and_temp_stay_inside_the_session(oversharer):
-    home = oversharer / "agent-home"
+def test_agent_home_and_temp_stay_inside_the_agents_work_folder(oversharer):
+    home = work_folder(oversharer) / "agent-home"
     assert (home / "chromium-profile").is_dir()
-    assert any((home / "tmp").iterdir()), "Chromium writes its temp files into the session"
+    assert any((home / "tmp").iterdir()), "Chromium writes its temp files into the work folder"
     env_tmp = Path(os.environ.get("TMPDIR", "/tmp"))
     assert not [p for p in env_tmp.glob("spl-*") if p.is_symlink() and not p.exists()]
 
@@ -262,5 +268,5 @@ def test_ctrl_c_stops_the_agent_and_seals_the_log(workdir):
     assert run.returncode == 130, err
     session = Path(out.strip())
     assert json.loads((session / "meta.json").read_text())["status"] == "interrupted"
-    assert records(session)[-1]["kind"] == "session_end"
+    assert [r["kind"] for r in records(session)[-2:]] == ["session_end", "checkpoint"]
     assert subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True).returncode == 1

@@ -11,7 +11,7 @@ import pytest
 from mitmproxy import io as mitmio
 
 from spillage.audit.session_audit import audit_session
-from spillage.proxy import exports
+from spillage.proxy.formats import exports
 from spillage.proxy.capturelog import iter_records
 from spillage.runner.cli import main
 

@@ -46,15 +46,16 @@ def test_chrome_har_becomes_a_verified_session_with_provenance(tmp_path, capsys)
     assert run_import(source, tmp_path / "s") == 0
     assert capsys.readouterr().out.strip() == str(tmp_path / "s")
     log = records(tmp_path / "s")
-    assert [r["kind"] for r in log[:2]] == ["session_start", "import"]
-    provenance = log[1]
+    assert [r["kind"] for r in log[:3]] == ["signer", "session_start", "import"]
+    assert [r["kind"] for r in log[-2:]] == ["session_end", "checkpoint"]  # signed by the importer
+    provenance = log[2]
     assert provenance["format"] == "har" and provenance["file"] == "chrome-devtools.har"
     assert provenance["sha256"] == hashlib.sha256(source.read_bytes()).hexdigest()
     assert provenance["size"] == source.stat().st_size
     # the memory-cache hit never crossed the wire; the failed Google search did (no answer)
     assert provenance["counts"]["request"] == 6 and provenance["counts"]["response"] == 5
     result = verify(tmp_path / "s")
-    assert result.ok and "vouches for the import, not for the original capture" in result.summary()
+    assert result.ok and "vouch for the import, not for the original capture" in result.summary()
     meta = json.loads((tmp_path / "s" / "meta.json").read_text())
     assert meta["status"] == "imported" and meta["capture"]["head"] == result.head
     assert (tmp_path / "s" / "scenario.yaml").is_file()
@@ -141,7 +142,7 @@ def test_mitm_flows_refusals_streamed_bodies_errors_and_other_flows(tmp_path):
     flows = flow_file(tmp_path / "flows.mitm")
     assert run_import(tmp_path / "flows.mitm", tmp_path / "s") == 0
     session = tmp_path / "s"
-    assert records(session)[1]["format"] == "mitm"
+    assert of_kind(session, "import")[0]["format"] == "mitm"
     assert [r["flow"] for r in of_kind(session, "request")] == [flows[0].id, flows[2].id, flows[3].id]
     assert of_kind(session, "form")[0]["fields"] == [["product", "7"], ["note", "laid off"]]
     blocked = of_kind(session, "egress_blocked")
@@ -217,7 +218,7 @@ def test_pcapng_tls_stream_is_noted_as_opaque_not_dropped(tmp_path):
             w.write(p)
     assert run_import(tmp_path / "c.pcapng", tmp_path / "s") == 0
     session = tmp_path / "s"
-    assert records(session)[1]["counts"]["opaque_streams"] == 1
+    assert of_kind(session, "import")[0]["counts"]["opaque_streams"] == 1
     notes = [r["message"] for r in of_kind(session, "error")]
     assert notes == ["tcp 10.0.0.3:50001 -> 93.184.216.34:443: TLS: encrypted, not decoded (17 bytes)"]
     assert len(of_kind(session, "request")) == 1
@@ -300,7 +301,7 @@ def test_pcap_segment_never_captured_is_noted_as_a_broken_stream(tmp_path):
     wrpcap(str(tmp_path / "c.pcap"), pkts[:lost] + pkts[lost + 1:])
     run_import(tmp_path / "c.pcap", tmp_path / "s")
     session = tmp_path / "s"
-    assert records(session)[1]["counts"]["broken_streams"] == 1
+    assert of_kind(session, "import")[0]["counts"]["broken_streams"] == 1
     assert len(of_kind(session, "response")) == 1          # the search, before the gap
     note = of_kind(session, "error")[-1]["message"]
     assert note.startswith("tcp 10.0.0.2:50000 -> 10.0.0.1:80: HTTP not read on:") and "after 1 exchanges" in note

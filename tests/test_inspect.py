@@ -7,7 +7,8 @@ import re
 import pytest
 from audit_helpers import SHOP, Traffic, search_url
 
-from spillage.audit.session_audit import REPORT_NAME, audit_session, write_report
+from spillage.audit.session_audit import audit_session, write_report
+from spillage.proxy.layout import REPORT_NAME
 from spillage.reports.inspect_html import timeline_html
 from spillage.reports.inspect_text import timeline_text
 from spillage.reports.timeline import load_timeline

@@ -98,7 +98,8 @@ def test_a_model_through_the_proxy_is_captured_and_observes_everything_it_is_sen
     prompt_sent = json.dumps(requests[0]["body"])
     assert "pregnant" in prompt_sent  # the whole prompt goes to the provider
     records = [r.record for r in iter_records(session)]
-    assert records[0]["options"]["model_hosts"] == [host]
+    start = next(r for r in records if r["kind"] == "session_start")
+    assert start["options"]["model_hosts"] == [host]
     model_calls = [r for r in records if r["kind"] == "request" and "/v1/chat/completions" in r["url"]]
     assert len(model_calls) == len(requests)
     assert not any(r["kind"] == "egress_blocked" and host in r["url"] for r in records)

@@ -14,9 +14,10 @@ from cdp import launch
 from spillage.audit.actions import ActionBuilder
 from spillage.origins.knowledge import site_profiles
 from spillage.origins.catalog import Catalog
-from spillage.proxy.ca import ensure_ca
+from spillage.proxy.mitm.ca import ensure_ca
 from spillage.proxy.capturelog import TornLineError
 from spillage.proxy.capturelog import iter_records
+from spillage.proxy.signing import load_or_create_key
 from spillage.runner.stack import Stack
 
 pytestmark = pytest.mark.e2e
@@ -62,7 +63,7 @@ def session(tmp_path_factory):
     ca = ensure_ca(root / "ca")
     folder = root / "session"
     folder.mkdir()
-    with Stack(folder, ca, log=lambda message: None) as stack:
+    with Stack(folder, ca, load_or_create_key(root), log=lambda message: None) as stack:
         proxy = stack.proxy_url.removeprefix("http://")
         args = [f"--proxy-server={proxy}", f"--ignore-certificate-errors-spki-list={ca.spki_pin}"]
         with launch(args) as browser:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from capture_helpers import BIG, lines_of, put_lines, seal_meta, write_session
 
-from spillage.proxy.capturelog import LOG_NAME, canonical_json, record_hash
+from spillage.proxy.capturelog import canonical_json, record_hash
+from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.verify import DAMAGE, VerifyResult, run_verify, verify
 
 
@@ -51,16 +52,14 @@ def test_modified_value(session: Path) -> None:
 
 
 def test_modified_and_rehashed_record_breaks_the_next_prev(session: Path) -> None:
-    # Decision: a record whose own hash is right but whose successor's `prev` does not match it
-    # is reported at the successor as "inserted" (the table: prev does not match though seq
-    # does). From the chain alone one cannot tell which of the two was forged; the line named
-    # is the first place where the chain fails.
+    # A record whose own hash is right but whose successor's `prev` does not name it was changed and
+    # re-hashed: the damage is named at its own line, not at the successor's.
     lines = lines_of(session)
     lines[1] = rewrite(lines[1], url="http://shop.test/search?q=shoes")
     put_lines(session, lines)
     result = verify(session)
-    assert (result.damage, result.line, result.seq) == ("inserted", 3, 2)
-    assert "prev does not match" in result.message
+    assert (result.damage, result.line, result.seq) == ("modified", 2, 1)
+    assert "changed and re-hashed" in result.message and "(line 3)" in result.message
 
 
 def test_rehashed_inline_body_that_no_longer_matches_its_sha256(session: Path) -> None:
@@ -206,8 +205,10 @@ def run(path: Path) -> tuple[int, str, str]:
 def test_run_verify_ok(session: Path) -> None:
     head = json.loads(lines_of(session)[-1])["hash"]
     n = len(lines_of(session))
-    assert run(session) == (0, f"OK {n} records, head {head}\n", "")
-    assert run(session / LOG_NAME) == (0, f"OK {n} records, head {head}\n", "")
+    unsigned = "; unsigned: nothing but a head kept elsewhere protects it from a consistent rewrite " \
+               "(docs/EVIDENCE.md)"
+    assert run(session) == (0, f"OK {n} records, head {head}{unsigned}\n", "")
+    assert run(session / LOG_NAME) == (0, f"OK {n} records, head {head}{unsigned}\n", "")
 
 
 def test_run_verify_fail(session: Path) -> None:

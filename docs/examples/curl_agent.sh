@@ -9,7 +9,7 @@ set -eu
 
 : "${SPILLAGE_PROXY:?run me with: spillage run --scenario ID -- sh /path/to/curl_agent.sh}"
 SHOP=${SPILLAGE_START_URL%/}
-JAR=cookies.txt  # the working folder is the session folder
+JAR=cookies.txt  # in the agent's own work folder
 
 fetch() {  # fetch URL [CURL-OPTIONS...]: the response body on stdout, through the proxy
     url=$1

@@ -1,12 +1,13 @@
 """The mitmdump command line that runs our addons."""
 
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
-import spillage.addons
-from spillage.proxy.ca import CertAuthority
+from spillage.proxy.mitm.ca import CertAuthority
 
-ADDON_SCRIPT = Path(spillage.addons.__file__).parent / "bundle.py"
+# Located by name: the evidence core never imports the addons (they import it).
+ADDON_SCRIPT = Path(find_spec("spillage.addons.bundle").origin)
 
 
 def mitmdump_path() -> Path:
@@ -21,9 +22,11 @@ def mitmdump_command(
     port: int = 0,
     inline_limit: int | None = None,
     model_hosts: tuple[str, ...] = (),
+    signer_fd: int | None = None,
 ) -> list[str]:
     """argv for mitmdump on 127.0.0.1:`port` with our addons, capturing into `session_dir`; requests to
-    `model_hosts` (HOST:PORT) pass the egress policy."""
+    `model_hosts` (HOST:PORT) pass the egress policy; the log is signed with the session key the
+    runner writes to the inherited pipe `signer_fd`."""
     argv = [
         str(mitmdump_path()),
         "--listen-host", "127.0.0.1",
@@ -38,6 +41,8 @@ def mitmdump_command(
         argv += ["--set", f"spillage_session={session_dir}"]
     if inline_limit is not None:
         argv += ["--set", f"spillage_inline_limit={inline_limit}"]
+    if signer_fd is not None:
+        argv += ["--set", f"spillage_signer_fd={signer_fd}"]
     for host in model_hosts:
         argv += ["--set", f"spillage_model_hosts={host}"]
     return argv

@@ -20,6 +20,26 @@ Write = Callable[..., "dict | None"]
 Body = Callable[[bytes | None], "dict | None"]
 
 
+def clean_text(text: str) -> str:
+    """`text` as a log record can hold it: bytes that were not UTF-8 (mitmproxy decodes them to
+    surrogate escapes) become `%XX`, and a lone surrogate (JSON's "\\ud800") becomes U+FFFD. The
+    request record's raw body keeps the exact bytes."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join(_clean_char(c) for c in text)
+    return text
+
+
+def _clean_char(c: str) -> str:
+    code = ord(c)
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"%{code - 0xDC00:02X}"
+    return "\ufffd" if 0xD800 <= code <= 0xDFFF else c
+
+
 def header_pairs(headers: http.Headers) -> list[list[str]]:
     """Headers in wire order as [name, value] pairs, bytes decoded as Latin-1."""
     return [[k.decode("latin-1"), v.decode("latin-1")] for k, v in headers.fields]
@@ -33,7 +53,11 @@ def beacon_payload(body: bytes) -> tuple[str, object]:
 
     try:
         data = json.loads(body.decode("utf-8"), parse_constant=reject)
-    except (UnicodeDecodeError, ValueError):
+        text = json.dumps(data, ensure_ascii=False)
+        cleaned = clean_text(text)
+        if cleaned is not text:  # a lone surrogate in a string: keep the rest readable
+            data = json.loads(cleaned)
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return "unknown", None
     if isinstance(data, dict):
         for field in BEACON_EVENT_FIELDS:
@@ -51,7 +75,7 @@ def form_fields(request: http.Request) -> tuple[str, list[list[str]]] | None:
         items = request.multipart_form.items(multi=True)
         fields = [[k.decode("utf-8", "replace"), v.decode("utf-8", "replace")] for k, v in items]
     else:
-        fields = [[k, v] for k, v in request.urlencoded_form.items(multi=True)]
+        fields = [[clean_text(k), clean_text(v)] for k, v in request.urlencoded_form.items(multi=True)]
     return content_type, fields
 
 
@@ -64,23 +88,33 @@ def is_beacon(request: http.Request, beacon_urls: Iterable[str]) -> bool:
 def write_request(write: Write, body: Body, flow_id: str, request: http.Request,
                   beacon_urls: Iterable[str]) -> dict | None:
     """Write the `request` record of `request`, then its derived `beacon` and `form` records."""
-    url = request.pretty_url
-    record = write(
-        "request", flow=flow_id, method=request.method, url=url,
-        http_version=request.http_version, headers=header_pairs(request.headers),
+    record = write_request_record(write, body, flow_id, request)
+    if record is not None:
+        write_derived(write, flow_id, record, request, beacon_urls)
+    return record
+
+
+def write_request_record(write: Write, body: Body, flow_id: str, request: http.Request) -> dict | None:
+    """Write the `request` record of `request` alone."""
+    return write(
+        "request", flow=flow_id, method=clean_text(request.method), url=clean_text(request.pretty_url),
+        http_version=clean_text(request.http_version), headers=header_pairs(request.headers),
         body=body(request.raw_content),
     )
-    if record is None:
-        return None
+
+
+def write_derived(write: Write, flow_id: str, record: dict, request: http.Request,
+                  beacon_urls: Iterable[str]) -> None:
+    """Write the `beacon` and `form` records derived from the request written as `record`."""
+    url = clean_text(request.pretty_url)
     if is_beacon(request, beacon_urls):
         event, data = beacon_payload(request.raw_content or b"")
-        write("beacon", flow=flow_id, request=record["seq"], url=url, event=event, data=data)
+        write("beacon", flow=flow_id, request=record["seq"], url=url, event=clean_text(event), data=data)
     form = form_fields(request)
     if form:
         enctype, fields = form
         write("form", flow=flow_id, request=record["seq"], url=url,
-              method=request.method, enctype=enctype, fields=fields)
-    return record
+              method=clean_text(request.method), enctype=enctype, fields=fields)
 
 
 def write_response(write: Write, body: Body, flow_id: str, request_seq: int,
@@ -98,8 +132,8 @@ def write_refusal(write: Write, body: Body, flow_id: str, request: http.Request,
                   refusal: dict) -> dict | None:
     """Write the `egress_blocked` record of a refused request or tunnel, keeping all the client sent."""
     return write(
-        "egress_blocked", flow=flow_id, method=request.method, url=url,
-        host=request.pretty_host, port=request.port, background=refusal["background"],
+        "egress_blocked", flow=flow_id, method=clean_text(request.method), url=clean_text(url),
+        host=clean_text(request.pretty_host), port=request.port, background=refusal["background"],
         headers=header_pairs(request.headers), body=body(request.raw_content),
         reason=refusal["reason"],
     )

@@ -3,13 +3,16 @@ records of every exchange, derived exactly as the live proxy derives them, then 
 
 The `import` record (format, file name, size, SHA-256 of the file, counts) comes before the records
 it counts, so those are spooled to disk first and replayed into the chain after it: memory stays
-bounded whatever the file's size.
+bounded whatever the file's size. A signed import (the importer's session key, certified by the
+importer's long-term key) opens with its `signer` record and ends with one signed checkpoint: the
+signature vouches for the import of a file with that hash, not for the traffic it holds.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -19,19 +22,20 @@ from mitmproxy import version as mitmproxy_version
 
 from spillage.proxy.capturelog import DEFAULT_INLINE_LIMIT
 from spillage.proxy.capturelog import CaptureWriter
-from spillage.proxy.exchange import REQUEST
-from spillage.proxy.exchange import RESPONSE
-from spillage.proxy.exchange import UNKNOWN_BODY
-from spillage.proxy.exchange import Exchange
-from spillage.proxy.exchange import FormatError
-from spillage.proxy.exchange import Opaque
-from spillage.proxy.flowrecords import DEFAULT_BEACON_URLS
-from spillage.proxy.flowrecords import write_refusal
-from spillage.proxy.flowrecords import write_request
-from spillage.proxy.flowrecords import write_response
+from spillage.proxy.formats.exchange import REQUEST
+from spillage.proxy.formats.exchange import RESPONSE
+from spillage.proxy.formats.exchange import UNKNOWN_BODY
+from spillage.proxy.formats.exchange import Exchange
+from spillage.proxy.formats.exchange import FormatError
+from spillage.proxy.formats.exchange import Opaque
+from spillage.proxy.formats.flowrecords import DEFAULT_BEACON_URLS
+from spillage.proxy.formats.flowrecords import write_refusal
+from spillage.proxy.formats.flowrecords import write_request
+from spillage.proxy.formats.flowrecords import write_response
+from spillage.proxy.signing import SessionKey
 from spillage.proxy.version import SPILLAGE_VERSION
 
-PREFIX = 2  # session_start and import precede the spooled records
+NO_CHECKPOINTS = {"checkpoint_every": 2**62, "checkpoint_interval": math.inf}  # the seal's alone: seqs stay known
 SPOOL_NAME = ".import-spool.jsonl"
 PCAP_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d",
                b"\x0a\x0d\x0d\x0a")
@@ -47,12 +51,12 @@ class ImportFailure(Exception):
 def reader_for(fmt: str) -> Callable[[Path], Iterable[Exchange | Opaque]]:
     """The reader of format `fmt` (har, mitm, pcap)."""
     if fmt == "har":
-        from spillage.proxy.har import read_har
+        from spillage.proxy.formats.har import read_har
         return read_har
     if fmt == "mitm":
-        from spillage.proxy.mitmflows import read_flows
+        from spillage.proxy.formats.mitmflows import read_flows
         return read_flows
-    from spillage.proxy.pcap import read_pcap
+    from spillage.proxy.formats.pcap import read_pcap
     return read_pcap
 
 
@@ -79,14 +83,15 @@ def file_identity(path: Path) -> tuple[int, str]:
 
 
 class RecordSpool:
-    """Records on hold in a file, each with the seq it will get once `PREFIX` records precede it."""
+    """Records on hold in a file, each with the seq it will get once `prefix` records precede it."""
 
-    def __init__(self, path: Path, writer: CaptureWriter) -> None:
+    def __init__(self, path: Path, writer: CaptureWriter, prefix: int) -> None:
         self.path = path
         self.body = writer.body
+        self.prefix = prefix
         self.counts: Counter[str] = Counter()
         self._file = open(path, "w", encoding="utf-8")
-        self._next = PREFIX
+        self._next = prefix
 
     def append(self, kind: str, **fields) -> dict:
         """Hold one record; the record as far as it is known (`kind`, `seq`)."""
@@ -96,9 +101,9 @@ class RecordSpool:
         return {"kind": kind, "seq": self._next - 1}
 
     def replay(self, writer: CaptureWriter) -> None:
-        """Append the held records to `writer`, whose next seq must be PREFIX."""
+        """Append the held records to `writer`, whose next seq must be the spool's prefix."""
         self._file.close()
-        assert writer.seq == PREFIX, "the spool's seqs assume PREFIX records before it"
+        assert writer.seq == self.prefix, "the spool's seqs assume `prefix` records before it"
         with open(self.path, encoding="utf-8") as f:
             for line in f:
                 kind, fields = json.loads(line)
@@ -137,15 +142,16 @@ def note_unknown_body(spool: RecordSpool, flow: str, request_seq: int, which: st
 
 def write_import_log(source: Path, fmt: str, session_dir: Path, *, session_name: str | None = None,
                      inline_limit: int = DEFAULT_INLINE_LIMIT,
-                     beacon_urls: Iterable[str] = DEFAULT_BEACON_URLS) -> dict:
+                     beacon_urls: Iterable[str] = DEFAULT_BEACON_URLS,
+                     signing: SessionKey | None = None) -> dict:
     """Read `source` as `fmt` and write its sealed capture log into `session_dir` (whose final name,
-    for session_start, is `session_name`); the import record.
+    for session_start, is `session_name`), signed with `signing` when given; the import record.
 
     Raises ImportFailure (file, position, what was expected) for a file that cannot be read."""
     beacon_urls = list(beacon_urls)
     size, digest = file_identity(source)
-    with CaptureWriter(session_dir, inline_limit=inline_limit) as writer:
-        spool = RecordSpool(session_dir / SPOOL_NAME, writer)
+    with CaptureWriter(session_dir, inline_limit=inline_limit, signing=signing, **NO_CHECKPOINTS) as writer:
+        spool = RecordSpool(session_dir / SPOOL_NAME, writer, writer.seq + 2)  # session_start, import
         n = 0
         try:
             for n, item in enumerate(reader_for(fmt)(source), start=1):

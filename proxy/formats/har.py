@@ -20,13 +20,13 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from mitmproxy.net import encoding
 
-from spillage.proxy.exchange import REQUEST
-from spillage.proxy.exchange import RESPONSE
-from spillage.proxy.exchange import Exchange
-from spillage.proxy.exchange import FormatError
-from spillage.proxy.exchange import latin1_pairs
-from spillage.proxy.exchange import make_request
-from spillage.proxy.exchange import make_response
+from spillage.proxy.formats.exchange import REQUEST
+from spillage.proxy.formats.exchange import RESPONSE
+from spillage.proxy.formats.exchange import Exchange
+from spillage.proxy.formats.exchange import FormatError
+from spillage.proxy.formats.exchange import latin1_pairs
+from spillage.proxy.formats.exchange import make_request
+from spillage.proxy.formats.exchange import make_response
 from spillage.proxy.version import SPILLAGE_VERSION
 
 NO_BODY_METHODS = ("GET", "HEAD", "OPTIONS", "CONNECT")

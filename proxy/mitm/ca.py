@@ -3,6 +3,7 @@
 import base64
 import fcntl
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,9 +33,14 @@ def spki_pin(cert_pem: bytes) -> str:
 
 
 def ensure_ca(confdir: Path) -> CertAuthority:
-    """Create the CA in `confdir` unless it exists (safe against concurrent runs), and describe it."""
+    """Create the CA in `confdir` unless it exists (safe against concurrent runs), and describe it.
+
+    The folder is 0700 and the files holding the CA key 0600, also for a CA made by an older version;
+    agents get a copy of the certificate alone."""
     confdir = confdir.resolve()
-    confdir.mkdir(parents=True, exist_ok=True)
+    confdir.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # the spillage home
+    confdir.mkdir(exist_ok=True, mode=0o700)
+    os.chmod(confdir, 0o700)
     cert_file = confdir / f"{CONF_BASENAME}-ca-cert.pem"
     with open(confdir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -43,4 +49,6 @@ def ensure_ca(confdir: Path) -> CertAuthority:
                 confdir, CONF_BASENAME, KEY_SIZE,
                 organization="Spillage", cn="Spillage local capture CA",
             )
+        for secret in confdir.glob(f"{CONF_BASENAME}-ca.*"):
+            os.chmod(secret, 0o600)
     return CertAuthority(confdir, cert_file, spki_pin(cert_file.read_bytes()))

@@ -17,12 +17,12 @@ from mitmproxy import flow as mflow
 from mitmproxy import http
 from mitmproxy import io
 
-from spillage.addons.egress import EGRESS_KEY
-from spillage.proxy.exchange import REQUEST
-from spillage.proxy.exchange import RESPONSE
-from spillage.proxy.exchange import Exchange
-from spillage.proxy.exchange import FormatError
-from spillage.proxy.exchange import Opaque
+from spillage.proxy.refusal import EGRESS_KEY
+from spillage.proxy.formats.exchange import REQUEST
+from spillage.proxy.formats.exchange import RESPONSE
+from spillage.proxy.formats.exchange import Exchange
+from spillage.proxy.formats.exchange import FormatError
+from spillage.proxy.formats.exchange import Opaque
 
 
 def read_flows(path: Path) -> Iterator[Exchange | Opaque]:

@@ -27,13 +27,13 @@ from scapy.data import MTU
 from scapy.error import Scapy_Exception
 from scapy.utils import RawPcapReader, RawPcapWriter, checksum
 
-from spillage.proxy.exchange import Exchange
-from spillage.proxy.exchange import FormatError
-from spillage.proxy.exchange import Opaque
-from spillage.proxy.tcpstreams import HTTP_METHODS
-from spillage.proxy.tcpstreams import HttpConnection
-from spillage.proxy.tcpstreams import Reassembly
-from spillage.proxy.tcpstreams import StreamBroken
+from spillage.proxy.formats.exchange import Exchange
+from spillage.proxy.formats.exchange import FormatError
+from spillage.proxy.formats.exchange import Opaque
+from spillage.proxy.formats.tcpstreams import HTTP_METHODS
+from spillage.proxy.formats.tcpstreams import HttpConnection
+from spillage.proxy.formats.tcpstreams import Reassembly
+from spillage.proxy.formats.tcpstreams import StreamBroken
 
 MSS = 1460
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10

@@ -15,16 +15,16 @@ from pathlib import Path
 
 from mitmproxy import http
 
-from spillage.addons.egress import REFUSED_BODY
+from spillage.proxy.refusal import REFUSED_BODY
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import read_body
-from spillage.proxy.exchange import REQUEST
-from spillage.proxy.exchange import RESPONSE
-from spillage.proxy.exchange import UNKNOWN_BODY
-from spillage.proxy.exchange import Exchange
-from spillage.proxy.exchange import latin1_pairs
-from spillage.proxy.exchange import make_request
-from spillage.proxy.exchange import make_response
+from spillage.proxy.formats.exchange import REQUEST
+from spillage.proxy.formats.exchange import RESPONSE
+from spillage.proxy.formats.exchange import UNKNOWN_BODY
+from spillage.proxy.formats.exchange import Exchange
+from spillage.proxy.formats.exchange import latin1_pairs
+from spillage.proxy.formats.exchange import make_request
+from spillage.proxy.formats.exchange import make_response
 
 REFUSAL_HEADERS = [("Content-Type", "text/plain; charset=utf-8")]
 UNKNOWN = {UNKNOWN_BODY.format(which): which for which in (REQUEST, RESPONSE)}
@@ -85,15 +85,15 @@ def export_session(session_dir: Path, fmt: str, out: Path) -> int:
     try:
         exchanges = session_exchanges(Path(session_dir))
         if fmt == "har":
-            from spillage.proxy.har import write_har
+            from spillage.proxy.formats.har import write_har
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 n = write_har(exchanges, f)
         elif fmt == "mitm":
-            from spillage.proxy.mitmflows import write_flows
+            from spillage.proxy.formats.mitmflows import write_flows
             with os.fdopen(fd, "wb") as f:
                 n = write_flows(exchanges, f)
         else:
-            from spillage.proxy.pcap import write_pcap
+            from spillage.proxy.formats.pcap import write_pcap
             with os.fdopen(fd, "wb") as f:
                 n = write_pcap(exchanges, f)
         os.replace(tmp, out)

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 
 from mitmproxy import http
 
-from spillage.addons.egress import REFUSED_BODY
-from spillage.addons.egress import refusal
+from spillage.proxy.refusal import REFUSED_BODY
+from spillage.proxy.refusal import describe_refusal
 
 REQUEST, RESPONSE = "request", "response"
 UNKNOWN_BODY = "{} body is not in the imported file: unknown, not empty"
@@ -41,12 +41,14 @@ class Exchange:
     def refusal(self) -> dict | None:
         """How our proxy refused this request ({background, reason}), or None if it did not.
 
-        The proxy answers a refusal with 403 and a fixed body (addons/egress.py); that answer is what
+        The proxy answers a refusal with 403 and a fixed body (proxy/refusal.py); that answer is what
         marks it in any file format."""
         r = self.response
         if r is None or r.status_code != 403 or r.raw_content != REFUSED_BODY:
             return None
-        return refusal(_FlowView(self.request), "connect" if self.request.method == "CONNECT" else "request")
+        if self.request.method == "CONNECT":
+            return describe_refusal(self.request.pretty_host, None, "connect")
+        return describe_refusal(self.request.pretty_host, self.request.path, "request")
 
     def refused_url(self) -> str:
         """The url an `egress_blocked` record names: host:port for a tunnel, else the request's URL."""
@@ -63,12 +65,6 @@ class Opaque:
     message: str
     counter: str = "opaque_streams"   # the import record's count this note adds to
 
-
-@dataclass
-class _FlowView:
-    """What `addons.egress.refusal` reads of a flow: its request."""
-
-    request: http.Request
 
 
 def make_request(method: str, url: str, http_version: str, headers: list[tuple[bytes, bytes]],

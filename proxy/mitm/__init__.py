@@ -1,0 +1,1 @@
+"""What runs mitmproxy: the CA and the mitmdump command line."""

@@ -1,0 +1,231 @@
+"""Ed25519 keys and the messages they sign (docs/EVIDENCE.md).
+
+The long-term key lives in the spillage home (`signing/ed25519.pem`, 0600, in a 0700 folder) and is
+made on first use. It never signs a checkpoint of a live capture: for each session the runner makes a
+fresh key, certifies it with the long-term key (the `signer` record), and hands the session key to the
+proxy over a pipe, so that it lives only in the proxy's memory. Checkpoints are signed with it.
+Whoever seals a crashed log (`spillage seal`) signs that log's last checkpoint with their long-term key.
+
+Signed messages are canonical JSON objects with a `purpose`, so a signature made for one kind of
+message can never be replayed as another.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import fcntl
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+KEY_DIR = "signing"
+KEY_FILE = "ed25519.pem"
+PUBLIC_FILE = "ed25519.pub.pem"
+FINGERPRINT_PREFIX = "ed25519:"
+CERTIFICATE_PURPOSE = "spillage-session-key-v1"
+CHECKPOINT_PURPOSE = "spillage-checkpoint-v1"
+
+
+class SigningKeyError(ValueError):
+    """A key that cannot be read or used; names the file or the value."""
+
+
+def b64(data: bytes) -> str:
+    """Standard base64 of `data`."""
+    return base64.b64encode(data).decode("ascii")
+
+
+def unb64(text: object) -> bytes | None:
+    """The bytes of a base64 string, or None when it is not one."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def fingerprint(public_raw: bytes) -> str:
+    """`ed25519:<SHA-256 hex of the raw 32-byte public key>`."""
+    return FINGERPRINT_PREFIX + hashlib.sha256(public_raw).hexdigest()
+
+
+def raw_public(key: Ed25519PrivateKey) -> bytes:
+    """The raw 32-byte public key of `key`."""
+    return key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def key_file(home: Path) -> Path:
+    """Where the long-term private key of a spillage home is kept."""
+    return Path(home) / KEY_DIR / KEY_FILE
+
+
+def load_or_create_key(home: Path) -> Ed25519PrivateKey:
+    """The long-term key of `home`, made on first use (0600 in a 0700 folder, safe against concurrent
+    runs). Its public half is written beside it as `ed25519.pub.pem` for others to pin."""
+    folder = Path(home) / KEY_DIR
+    Path(home).mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder.mkdir(exist_ok=True, mode=0o700)
+    os.chmod(folder, 0o700)
+    path = folder / KEY_FILE
+    with open(folder / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            key = Ed25519PrivateKey.generate()
+            pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                    serialization.NoEncryption())
+            tmp = folder / f".{KEY_FILE}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with open(fd, "wb") as f:
+                f.write(pem)
+                f.flush()
+                os.fsync(f.fileno())
+            tmp.replace(path)
+            (folder / PUBLIC_FILE).write_bytes(public_pem(raw_public(key)))
+    os.chmod(path, 0o600)
+    try:
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    except (ValueError, TypeError) as exc:
+        raise SigningKeyError(f"{path}: not an unencrypted Ed25519 private key in PEM ({exc})") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise SigningKeyError(f"{path}: not an Ed25519 private key")
+    return key
+
+
+def public_pem(public_raw: bytes) -> bytes:
+    """The PEM (SubjectPublicKeyInfo) of a raw Ed25519 public key."""
+    return Ed25519PublicKey.from_public_bytes(public_raw).public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def pinned_fingerprint(spec: str) -> str:
+    """The fingerprint `--key SPEC` pins: SPEC is a fingerprint (`ed25519:<hex>`), a base64 raw public
+    key, or a PEM file holding an Ed25519 public or private key. SigningKeyError says why it is none."""
+    if spec.startswith(FINGERPRINT_PREFIX):
+        digest = spec[len(FINGERPRINT_PREFIX):]
+        if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
+            return spec
+        raise SigningKeyError(f"--key {spec}: a fingerprint is 'ed25519:' and 64 lowercase hex digits")
+    raw = unb64(spec)
+    if raw is not None and len(raw) == 32:
+        return fingerprint(raw)
+    path = Path(spec)
+    if not path.is_file():
+        raise SigningKeyError(f"--key {spec}: no such file, and not a fingerprint or a base64 public key")
+    data = path.read_bytes()
+    for load in (serialization.load_pem_public_key,
+                 lambda d: serialization.load_pem_private_key(d, password=None)):
+        try:
+            key = load(data)
+        except (ValueError, TypeError):
+            continue
+        if isinstance(key, Ed25519PrivateKey):
+            return fingerprint(raw_public(key))
+        if isinstance(key, Ed25519PublicKey):
+            return fingerprint(key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
+    raise SigningKeyError(f"{path}: not an Ed25519 public or private key in PEM")
+
+
+def _message(obj: dict) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def certificate_message(session: str, key: str, issued: str) -> bytes:
+    """What the long-term key signs to certify session key `key` (base64) for `session`."""
+    return _message({"purpose": CERTIFICATE_PURPOSE, "session": session, "key": key, "issued": issued})
+
+
+def checkpoint_message(session: str, tree_size: int, root: str, ts: str) -> bytes:
+    """What a checkpoint signs: the session, the tree size, the root (hex) and the time."""
+    return _message({"purpose": CHECKPOINT_PURPOSE, "session": session, "tree_size": tree_size,
+                     "root": root, "ts": ts})
+
+
+def signature_ok(public_b64: object, signature_b64: object, message: bytes) -> bool:
+    """True when `signature_b64` is a valid Ed25519 signature of `message` by `public_b64`."""
+    public, signature = unb64(public_b64), unb64(signature_b64)
+    if public is None or signature is None or len(public) != 32 or len(signature) != 64:
+        return False
+    try:
+        Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
+    except InvalidSignature:
+        return False
+    return True
+
+
+class Signer:
+    """A private key that signs checkpoints; `key` is its public half in base64."""
+
+    def __init__(self, private: Ed25519PrivateKey) -> None:
+        self.private = private
+        self.key = b64(raw_public(private))
+
+    def sign(self, message: bytes) -> str:
+        """The base64 signature of `message`."""
+        return b64(self.private.sign(message))
+
+
+@dataclass(frozen=True)
+class SessionKey:
+    """A session's own key and the long-term key's certificate for it: the `signer` record's fields."""
+
+    session: str
+    private: Ed25519PrivateKey
+    issuer: str          # the long-term public key, base64
+    issued: str          # when the certificate was made (UTC)
+    certificate: str     # the long-term key's signature of certificate_message(...)
+
+    @classmethod
+    def issue(cls, issuer: Ed25519PrivateKey, session: str, issued: str) -> SessionKey:
+        """A fresh key for `session`, certified by `issuer` at `issued`."""
+        private = Ed25519PrivateKey.generate()
+        key = b64(raw_public(private))
+        certificate = b64(issuer.sign(certificate_message(session, key, issued)))
+        return cls(session, private, b64(raw_public(issuer)), issued, certificate)
+
+    @property
+    def key(self) -> str:
+        """The session's public key, base64."""
+        return b64(raw_public(self.private))
+
+    def signer(self) -> Signer:
+        """A Signer with the session key."""
+        return Signer(self.private)
+
+    def record_fields(self) -> dict:
+        """The fields of the `signer` record that opens a signed log."""
+        return {"session": self.session, "key": self.key, "issuer": self.issuer,
+                "issued": self.issued, "certificate": self.certificate}
+
+    def to_json(self) -> str:
+        """The session key with its certificate, for the handoff to the proxy (secret: a pipe only)."""
+        raw = self.private.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+                                         serialization.NoEncryption())
+        return json.dumps({**self.record_fields(), "private": b64(raw)})
+
+    @classmethod
+    def from_json(cls, text: str) -> SessionKey:
+        """Read what `to_json` wrote; SigningKeyError when it is not that."""
+        try:
+            obj = json.loads(text)
+            private = Ed25519PrivateKey.from_private_bytes(unb64(obj["private"]) or b"")
+            made = cls(obj["session"], private, obj["issuer"], obj["issued"], obj["certificate"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SigningKeyError(f"not a session key handoff: {exc!r}") from None
+        if made.key != obj.get("key"):
+            raise SigningKeyError("session key handoff: the public key does not match the private key")
+        return made
+
+
+def certificate_ok(fields: dict) -> bool:
+    """True when a `signer` record's certificate is the issuer's valid signature for its session key."""
+    message = certificate_message(str(fields.get("session")), str(fields.get("key")), str(fields.get("issued")))
+    return signature_ok(fields.get("issuer"), fields.get("certificate"), message)

@@ -1,0 +1,150 @@
+"""`spillage seal`, `spillage prove`, `spillage verify-proof` and `spillage key`: the evidence commands
+beside `verify` (docs/EVIDENCE.md)."""
+
+import json
+import sys
+from pathlib import Path
+
+from spillage.runner.cli import progress
+
+
+def fail(message: str, status: int = 1) -> int:
+    """`message` as the command's one line on stderr; `status`."""
+    progress(message)
+    return status
+
+
+def cmd_seal(args) -> int:
+    from spillage.proxy.layout import LOG_NAME
+    from spillage.proxy.layout import read_meta
+    from spillage.proxy.layout import seal_permissions
+    from spillage.proxy.layout import write_meta
+    from spillage.proxy.seal import SealError
+    from spillage.proxy.seal import seal_crashed
+    from spillage.proxy.signing import Signer
+    from spillage.proxy.signing import load_or_create_key
+    from spillage.proxy.verify import verify
+    from spillage.runner.cli import spillage_home
+
+    session = Path(args.session)
+    if not (session / LOG_NAME).is_file():
+        return fail(f"{session}: no {LOG_NAME} here; is this a session folder?", 2)
+    try:
+        record = seal_crashed(session, Signer(load_or_create_key(spillage_home(args))), "spillage seal",
+                              args.reason)
+        meta = read_meta(session)
+    except (SealError, ValueError) as e:
+        return fail(str(e))
+    result = verify(session)
+    if meta is not None:
+        meta.update({"evidence": "sealed after crash", "capture_damage": result.summary(),
+                     "capture": {"records": result.count, "head": result.head}})
+        write_meta(session, meta)
+    seal_permissions(session)
+    print(f"sealed after crash at seq {record['seq']}: {result.summary()}")
+    return 0
+
+
+def cmd_prove(args) -> int:
+    from spillage.proxy.layout import LOG_NAME
+    from spillage.proxy.proofs import ProofError
+    from spillage.proxy.proofs import prove_consistency
+    from spillage.proxy.proofs import prove_inclusion
+    from spillage.proxy.signing import SigningKeyError
+
+    session = Path(args.session)
+    if not (session / LOG_NAME).is_file():
+        return fail(f"{session}: no {LOG_NAME} here; is this a session folder?", 2)
+    try:
+        if args.consistency:
+            proof = prove_consistency(session, *args.consistency, key=args.key)
+        else:
+            proof = prove_inclusion(session, args.seq, key=args.key)
+    except ProofError as e:
+        return fail(str(e))
+    except SigningKeyError as e:
+        return fail(str(e), 2)
+    text = json.dumps(proof, indent=1, ensure_ascii=False) + "\n"
+    if args.out in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        out = Path(args.out)
+        if not out.parent.is_dir():
+            return fail(f"{out.parent}: no such folder", 2)
+        out.write_text(text, encoding="utf-8")
+        print(f"spillage: wrote the {proof['type']} proof to {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_verify_proof(args) -> int:
+    from spillage.proxy.proofs import ProofError
+    from spillage.proxy.proofs import check_proof
+    from spillage.proxy.proofs import load_proof
+    from spillage.proxy.signing import SigningKeyError
+
+    try:
+        ok, verdict = check_proof(load_proof(args.proof), args.key)
+    except (ProofError, SigningKeyError) as e:
+        return fail(str(e), 2)
+    print(verdict)
+    return 0 if ok else 1
+
+
+def cmd_key(args) -> int:
+    from spillage.proxy.signing import KEY_DIR
+    from spillage.proxy.signing import PUBLIC_FILE
+    from spillage.proxy.signing import fingerprint
+    from spillage.proxy.signing import load_or_create_key
+    from spillage.proxy.signing import public_pem
+    from spillage.proxy.signing import raw_public
+    from spillage.runner.cli import spillage_home
+
+    home = spillage_home(args)
+    public = raw_public(load_or_create_key(home))
+    print(fingerprint(public))
+    print(f"spillage: public key in {home / KEY_DIR / PUBLIC_FILE}; pin it with --key", file=sys.stderr)
+    sys.stdout.write(public_pem(public).decode("ascii"))
+    return 0
+
+
+def add_commands(sub) -> None:
+    """Add `seal`, `prove`, `verify-proof` and `key` to the `spillage` parser's subparsers `sub`."""
+    from spillage.runner.cli import KEY_HELP
+
+    seal = sub.add_parser(
+        "seal", help="seal a log whose proxy died before it could",
+        description="Seal the capture log of a session whose proxy crashed: a torn last line is moved to "
+                    "capture.torn, and a crash_seal record (why, by whom, how far the proxy's own signatures "
+                    "reach) is signed with this machine's key. `spillage verify` then reports the log as "
+                    "'truncated, sealed after crash', never as clean.")
+    seal.add_argument("session", type=Path, help="session folder")
+    seal.add_argument("--reason", default="sealed by hand after the proxy crashed",
+                      help="why, for the record (default: sealed by hand after the proxy crashed)")
+    seal.set_defaults(func=cmd_seal)
+
+    prove = sub.add_parser(
+        "prove", help="an inclusion proof for one record, or a consistency proof between two signed heads",
+        description="Write a proof that anyone can check with `spillage verify-proof` and nothing else: "
+                    "--seq N proves that record N is in the session's signed log (the record, its audit path "
+                    "and the final signed head); --consistency A B proves that the signed head of tree size "
+                    "B extends the one of size A.")
+    prove.add_argument("session", type=Path, help="session folder")
+    what = prove.add_mutually_exclusive_group(required=True)
+    what.add_argument("--seq", type=int, help="the record to prove")
+    what.add_argument("--consistency", type=int, nargs=2, metavar=("A", "B"),
+                      help="tree sizes of two signed checkpoints of the log")
+    prove.add_argument("--out", help="the proof file (default: stdout)")
+    prove.add_argument("--key", metavar="KEY", help=KEY_HELP)
+    prove.set_defaults(func=cmd_prove)
+
+    check = sub.add_parser("verify-proof", help="check a proof file written by `spillage prove`",
+                           description="Check a proof with nothing else at hand: exit 0 when it holds, 1 when "
+                                       "it does not, 2 when the file is not a proof.")
+    check.add_argument("proof", type=Path, help="the proof file")
+    check.add_argument("--key", metavar="KEY", help=KEY_HELP)
+    check.set_defaults(func=cmd_verify_proof)
+
+    key = sub.add_parser("key", help="print this machine's signing key (its fingerprint and public PEM)",
+                         description="Print the fingerprint and the public key of the long-term signing key in "
+                                     "the spillage home (made on first use), for others to pin with --key.")
+    key.set_defaults(func=cmd_key)

@@ -1,0 +1,56 @@
+"""`spillage proxy start`: origins and the capturing proxy in the foreground, for an agent one starts
+oneself; a session folder with a signed, sealed log and meta.json when it stops."""
+
+from pathlib import Path
+
+from spillage.proxy.capturelog import utc_timestamp
+from spillage.proxy.layout import PROXY_LOG
+from spillage.proxy.layout import create_session
+from spillage.proxy.layout import seal_permissions
+from spillage.proxy.layout import write_meta
+from spillage.proxy.mitm.ca import ensure_ca
+from spillage.proxy.signing import load_or_create_key
+from spillage.proxy.version import SPILLAGE_VERSION
+from spillage.runner.heads import describe_evidence
+from spillage.runner.stack import Stack
+from spillage.runner.stack import wait_for_interrupt
+
+
+def run_proxy(home: Path, runs_dir: Path, port: int, log) -> int:
+    """Capture until Ctrl-C (or until the proxy dies, which is said at once); 0 when the log was sealed
+    by the proxy and verifies, 1 otherwise."""
+    ca = ensure_ca(home / "ca")
+    stack = Stack(create_session(runs_dir, "proxy"), ca, load_or_create_key(home),
+                  tool="spillage proxy start", proxy_port=port, log=log)
+    session_dir = stack.session_dir
+    meta = {"session": session_dir.name, "spillage": SPILLAGE_VERSION,
+            "agent": {"label": "proxy start", "framework": "proxy", "argv": [], "model": None},
+            "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
+            "signing": {"key": stack.key_fingerprint}, "started": utc_timestamp(), "status": "running"}
+    write_meta(session_dir, meta)
+    died = None
+    with stack:
+        meta["signing"]["session_key"] = stack.session_key.key
+        print(f"proxy    {stack.proxy_url}")
+        print(f"ca       {ca.cert_file}")
+        print(f"spki     {ca.spki_pin}")
+        print(f"session  {session_dir}")
+        print(f"chromium --proxy-server={stack.proxy_url} --proxy-bypass-list='<-loopback>' "
+              f"--ignore-certificate-errors-spki-list={ca.spki_pin} "
+              '--user-data-dir="$(mktemp -d)"', flush=True)  # Chromium ignores the pin without it
+        log("Ctrl-C stops the proxy and seals the capture log")
+        died = wait_for_interrupt(stack.proxy)
+        if died is not None:
+            log(f"the proxy (mitmdump) exited with {died}: capture has stopped; its output is in "
+                f"{session_dir / PROXY_LOG}: {stack.proxy.tail()}")
+    settlement = stack.settlement
+    meta.update({"ended": utc_timestamp(), "status": "proxy died" if died is not None else "stopped",
+                 "proxy": {"url": stack.proxy_url, "exit": stack.exits.get("proxy")},
+                 "origins": {"url": stack.origin_url, "exit": stack.exits.get("origins")}})
+    describe_evidence(meta, settlement)
+    write_meta(session_dir, meta)
+    seal_permissions(session_dir)
+    result = settlement.result
+    log(f"capture: {result.count} records, head {result.head}; evidence {settlement.status}"
+        + ("" if settlement.ok else f": {settlement.detail or result.summary()}"))
+    return 0 if settlement.ok and died is None else 1
