@@ -41,7 +41,7 @@ SCHEMA_PATH = Path(__file__).with_name("capture.schema.json")
 #: Fields the caller passes to `CaptureWriter.append`, per kind (the common ones are the writer's).
 KIND_FIELDS: dict[str, tuple[str, ...]] = {
     "session_start": ("session", "tool", "options"),
-    "import": ("format", "file", "size", "sha256", "counts"),
+    "import": ("format", "file", "size", "sha256", "counts", "lacks"),
     "request": ("flow", "method", "url", "http_version", "headers", "body"),
     "response": ("flow", "request", "status", "reason", "http_version", "headers", "body"),
     "beacon": ("flow", "request", "url", "event", "data"),

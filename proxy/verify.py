@@ -45,7 +45,7 @@ DAMAGE = (
     "modified", "missing", "inserted", "reordered", "truncated", "torn last line",
     "blob missing", "blob altered", "bad signature", "unsigned", "wrong key", "tampered", CRASH_SEALED,
 )
-PROVENANCE_FIELDS = ("format", "file", "size", "sha256")
+PROVENANCE_FIELDS = ("format", "file", "size", "sha256", "lacks")
 
 
 @dataclass(frozen=True)
@@ -104,8 +104,10 @@ def provenance_note(provenance: dict | None) -> str:
     """What the chain of an imported log vouches for ('' for a log the proxy wrote)."""
     if not provenance:
         return ""
+    lacks = provenance.get("lacks") or []
     return (f"; imported from {provenance['file']} ({provenance['format']}, sha256 {provenance['sha256']}): "
-            "the chain and its signature vouch for the import, not for the original capture")
+            "the chain and its signature vouch for the import, not for the original capture"
+            + (f"; the file lacks {'; '.join(lacks)}" if lacks else ""))
 
 
 def _is_int(value: Any) -> bool:

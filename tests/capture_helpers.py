@@ -134,7 +134,7 @@ def write_session(session: Path, *, seal: bool = True, **kw: Any) -> list[dict[s
         add("error", flow=form["flow"], request=form["seq"], message="upstream reset")
         add("error", flow=None, request=None, message="TLS handshake failed: unknown CA")
         add("import", format="har", file="chrome.har", size=2048, sha256="ab" * 32,
-            counts={"exchanges": 3, "requests": 3, "responses": 2})
+            counts={"exchanges": 3, "requests": 3, "responses": 2}, lacks=[])
         if seal:
             add("session_end", reason="proxy shutdown", records=w.count)
     return written

@@ -168,7 +168,7 @@ def write_import_log(source: Path, fmt: str, session_dir: Path, *, session_name:
         )
         counts = {k: spool.counts[k] for k in sorted(spool.counts)}
         record = writer.append("import", format=fmt, file=source.name, size=size, sha256=digest,
-                               counts=counts)
+                               counts=counts, lacks=[])
         spool.replay(writer)
         writer.append("session_end", reason="import complete", records=writer.count)
     return record
