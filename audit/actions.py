@@ -4,6 +4,7 @@ Feed capture records in order to `ActionBuilder.add`; `finish()` returns the act
 (one gesture is one action, what merges, who observed what) are in docs/AUDIT.md.
 """
 
+import json
 import re
 from collections import deque
 from dataclasses import dataclass
@@ -16,7 +17,9 @@ from spillage.audit.model import BEHAVIORAL
 from spillage.audit.model import CONTENT
 from spillage.audit.model import Action
 from spillage.audit.wire import decode_value
+from spillage.audit.wire import json_strings
 from spillage.audit.wire import texts_of
+from spillage.proxy.capturelog import read_body
 from spillage.origins.grammar import path_id
 from spillage.origins.knowledge import SiteProfile
 from spillage.origins.knowledge import profile_for
@@ -25,6 +28,15 @@ FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 FORM_WHAT = {"ask": "ask", "offer": "offer", "checkout": "checkout", "list-add": "add_to_list",
              "watch": "watch", "cart-remove": "cart_remove"}
 BEHAVIORAL_FORMS = ("add_to_list", "watch", "cart_remove")  # forms whose fields only choose
+CHOICE_FIELDS = ("select-one", "select-multiple", "checkbox", "radio")  # fields whose value is a choice
+# A GET for one of these is the browser fetching part of a page, not a page the agent asked for.
+SUBRESOURCES = ("script", "style", "image", "font", "audio", "video", "track", "manifest", "worker",
+                "sharedworker", "serviceworker", "object", "embed")
+STATIC_FILE = re.compile(r".*\.(js|mjs|css|png|jpe?g|gif|webp|avif|svg|ico|woff2?|ttf|otf|map|json|txt|xml|webmanifest)",
+                         re.IGNORECASE)
+WORD = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]*[a-z])[A-Za-z]{3,}(?![A-Za-z0-9])")  # not an id like B07D9CQZM6
+PATH_WORDS = re.compile(r"[A-Za-z]{2,}(?:[-_+][A-Za-z]{2,})+")  # a segment of two or more joined words
+MAX_SUGGESTIONS = 256 * 1024  # bytes of an autocomplete answer that are read
 WINDOW = 400  # records within which a beacon and the request it belongs to arrive (bounds memory)
 REFUSED = "refused:"  # observer prefix of a host the proxy refused (it would have seen the request)
 # Event endpoints whose requests the proxy also records as beacons (a log's session_start says which).
@@ -108,6 +120,9 @@ class ActionBuilder:
         self.beacon_urls = set(BEACON_URLS)
         self.on_load: dict[str, set[str]] = {}  # page URL → the products and sections in view as it loaded
         self.sites: dict[str, SiteProfile | None] = {}  # host → its site's profile, as found
+        self.suggest_requests: set[int] = set()  # seqs of autocomplete requests, whose answers we read
+        self.offered: set[str] = set()           # suggestions the sites offered (lower case)
+        self.prefix_of: dict[int, Action] = {}   # id() of a chosen suggestion → the typing that led to it
 
     def site(self, host: str | None) -> SiteProfile | None:
         """The profile of the site at `host` (www.amazon.de is amazon.com), or None."""
@@ -124,6 +139,8 @@ class ActionBuilder:
             self.beacon_urls = {u.lower() for u in options.get("beacon_urls") or BEACON_URLS}
         elif kind == "request":
             self.request(record)
+        elif kind == "response" and record.get("request") in self.suggest_requests:
+            self.offered |= suggestions(read_body(self.session_dir, record.get("body")) if self.session_dir else b"")
         elif kind == "form":
             self.form(record)
         elif kind == "beacon":
@@ -148,15 +165,30 @@ class ActionBuilder:
             if header(record, "content-type").split(";")[0].strip().lower() not in FORM_TYPES:
                 self.free_text(record, profile.host, "submit")  # JSON, text, ...: forms come as `form`
             return
-        if not self.page(self.hit(record, parts, profile, profile.host)) and parts.query:
+        if self.page(self.hit(record, parts, profile, profile.host)):
+            return
+        if parts.query:
             self.free_text(record, profile.host, "navigate")
+        elif words := path_words(record, parts.path):
+            self.emit(Action("navigate", "navigate", CONTENT, " | ".join(words)[:500], record["seq"], record["url"],
+                             [profile.host], sent=words))
 
     @staticmethod
     def hit(record: dict, parts, profile: SiteProfile, observer: str) -> Hit:
         return Hit(record, profile, parts.path or "/", parse_qs(parts.query, keep_blank_values=True), observer)
 
     def page(self, hit: Hit) -> bool:
-        """Read a GET by its site's grammar; whether it is a page the grammar knows."""
+        """Read a GET by its site's grammar; whether it is a page the grammar knows. Text in a
+        parameter the grammar does not read is content of its own (`url_text`)."""
+        if not self.known_page(hit):
+            return False
+        extra = sorted(name for name in hit.params if not hit.profile.grammar.reads(name))
+        sent = [t for name in extra for v in hit.params[name] for t in self.decoded(v) if WORD.search(t)]
+        if sent:
+            self.emit(hit.action("url_text", CONTENT, " | ".join(dict.fromkeys(sent))[:500], sent=sent, params=extra))
+        return True
+
+    def known_page(self, hit: Hit) -> bool:
         g = hit.profile.grammar
         if g.is_search(hit.path):
             category = next(iter(hit.values([g.category_param])), None)
@@ -252,8 +284,9 @@ class ActionBuilder:
                                  [section.concept] if section else [], section=slug))
 
     def latest(self) -> Action | None:
-        """The latest action that is not a scroll (trackers flush impressions at any moment)."""
-        return next((a for a in reversed(self.actions) if a.what != "scroll"), None)
+        """The latest action that is not a scroll (trackers flush impressions at any moment) nor text
+        in a page's extra parameters (it comes with the page's own action)."""
+        return next((a for a in reversed(self.actions) if a.what not in ("scroll", "url_text")), None)
 
     def typing(self) -> Action | None:
         """The latest action when it is text typed but not yet submitted (suggest requests, keystrokes)."""
@@ -261,8 +294,17 @@ class ActionBuilder:
         return last if last and last.what == "suggest" else None
 
     def absorb_typing(self, search: Action) -> None:
-        """Typed, then submitted: one action; the typing's requests and beacons become the search's evidence."""
+        """Typed, then submitted: one action; the typing's requests and beacons become the search's
+        evidence. A search for one of the suggestions the site offered, longer than what was typed, was
+        chosen, not typed: the typing stays content of its own, the search becomes a behavioral
+        `suggestion` (its text is the site's)."""
         typed = self.typing()
+        query = search.text.lower().strip()
+        if typed and query in self.offered and len(query) > len(typed.text.strip()):
+            search.kind, search.what, search.channel, search.sent = "select", "suggestion", BEHAVIORAL, []
+            search.detail["typed"] = typed.text
+            self.prefix_of[id(search)] = typed
+            return
         if typed and search.text.lower().startswith(typed.text.lower()):
             self.actions.remove(typed)
             search.kind = "type"
@@ -272,6 +314,7 @@ class ActionBuilder:
     def suggest(self, hit: Hit) -> None:
         """Text typed into a search box: a run of requests each extending or trimming the last is one action."""
         text = " ".join(hit.values([hit.profile.grammar.suggest_param]))
+        self.suggest_requests.add(hit.record["seq"])
         if text:
             self.typed(text, hit.record["seq"], hit.record["url"], hit.profile.host)
 
@@ -346,10 +389,8 @@ class ActionBuilder:
                 self.page_told(record["seq"], str(data.get("page") or ""), observer)
             self.arrive(Pending.of(record, data, observer))
         elif event == "keys":
-            entries = data.get("entries") or []
-            last = entries[-1].get("value") if entries and isinstance(entries[-1], dict) else None
-            if isinstance(last, str) and last.strip():
-                self.keys(last, record, observer)
+            for value in versions(data.get("entries")):
+                self.keys(value, record, observer)
         elif event == "field" and data.get("action") == "change" and str(data.get("value") or "").strip():
             self.fields.append(record)
         elif event in ("scroll", "impression"):
@@ -368,6 +409,10 @@ class ActionBuilder:
         if recent and recent.what == "search" and recent.text.lower().startswith(value.lower()):
             fold(recent, record["seq"], observer)
             recent.kind = "type"
+            return
+        prefix = self.prefix_of.get(id(recent)) if recent else None
+        if prefix and related(prefix.text, value):  # what was typed before a suggestion was chosen
+            fold(prefix, record["seq"], observer)
             return
         self.typed(value, record["seq"], str((record.get("data") or {}).get("page", "")), observer)
 
@@ -471,8 +516,12 @@ class ActionBuilder:
 
     def lone_field(self, beacon: dict) -> None:
         """A field value no form carried: it joins a nearby content action that sent the same words
-        (a search box), else it is text typed and left, seen by the tracker alone."""
+        (a search box), else it is text typed and left, seen by the tracker alone. A choice (a select,
+        a checkbox, a radio button) is not text: see lone_choice."""
         data, observer = beacon["data"], urlsplit(beacon["url"]).hostname or ""
+        if data.get("type") in CHOICE_FIELDS:
+            self.lone_choice(beacon, data, observer)
+            return
         value = str(data["value"]).lower()
         for action in reversed(self.actions):
             if action.seq < beacon["seq"] - WINDOW:
@@ -485,6 +534,22 @@ class ActionBuilder:
                                    str(data.get("page") or data.get("form") or ""), [observer], evidence=[beacon["seq"]],
                                    detail={"field": data.get("name"), "form": data.get("form")},
                                    sent=self.decoded(str(data["value"]))))
+
+    def lone_choice(self, beacon: dict, data: dict, observer: str) -> None:
+        """A choice a tracker saw made: it joins a nearby action whose URL or form carried the same
+        name and value (a sort order submitted with its form), else it is a behavioral `choose` action,
+        labelled by the field's label and the value chosen."""
+        name, value = str(data.get("name") or ""), str(data["value"])
+        for action in reversed(self.actions):
+            if action.seq < beacon["seq"] - WINDOW:
+                break
+            if action.seq <= beacon["seq"] + WINDOW and carries(action, name, value):
+                fold(action, beacon["seq"], observer)
+                return
+        label = str(data.get("label") or name)
+        self.actions.append(Action("select", "choose", BEHAVIORAL, f"{label}: {value}" if label else value,
+                                   beacon["seq"], str(data.get("page") or ""), [observer], evidence=[beacon["seq"]],
+                                   detail={"field": name, "value": value}))
 
     # --- the end ----------------------------------------------------------------------------
 
@@ -511,6 +576,46 @@ class ActionBuilder:
             action.clicked.append(label)
         if action.kind == "navigate":
             action.kind = "select" if action.what in ("filter", "unfilter", "sort") else "click"
+
+
+def related(a: str, b: str) -> bool:
+    """Whether one text extends the other (case aside)."""
+    a, b = a.lower(), b.lower()
+    return a.startswith(b) or b.startswith(a)
+
+
+def suggestions(body: bytes) -> set[str]:
+    """Every string of an autocomplete answer (JSON), lower case: the suggestions it offered."""
+    try:
+        doc = json.loads(body[:MAX_SUGGESTIONS].decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return set()
+    return {s.lower().strip() for s in json_strings(doc) if s.strip()}
+
+
+def versions(entries) -> list[str]:
+    """The texts a keystroke beacon's entries show typed: each value the typing went back from (a
+    deletion, a rewrite) and the last one. A query typed, revised and resubmitted keeps its first
+    version."""
+    values = [e["value"] for e in entries or () if isinstance(e, dict) and isinstance(e.get("value"), str)]
+    kept = [v for v, after in zip(values, values[1:]) if not after.startswith(v)] + values[-1:]
+    return [v for v in kept if v.strip()]
+
+
+def carries(action: Action, name: str, value: str) -> bool:
+    """Whether `action`'s URL query or submitted form has `name` = `value`."""
+    query = parse_qs(urlsplit(action.url).query, keep_blank_values=True)
+    fields = action.detail.get("fields") or () if isinstance(action.detail, dict) else ()
+    return value in query.get(name, ()) or [name, value] in [list(f) for f in fields]
+
+
+def path_words(record: dict, path: str) -> list[str]:
+    """Words joined in a path segment (`/i-am-divorced`) of a GET for a page, read as text; never for
+    what the browser fetches as part of a page (its Sec-Fetch-Dest) or a static file."""
+    if header(record, "sec-fetch-dest").lower() in SUBRESOURCES or STATIC_FILE.fullmatch(path):
+        return []
+    words = [re.sub(r"[-_+]", " ", unquote(s)) for s in path.split("/") if PATH_WORDS.fullmatch(unquote(s))]
+    return [w for w in words if w.strip()]
 
 
 def scrolled(action: Action) -> bool:

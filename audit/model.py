@@ -59,12 +59,14 @@ class Event:
     judge: str = "lexical"
     confidence: float = 1.0
     reasoning: str = ""
+    uncertain: bool = False      # the judge cannot tell it from a look-alike: reported, never counted
 
     def as_json(self) -> dict:
         return {"category": self.category, "attribute": self.attribute.id, "class": self.attribute.cls,
                 "action": self.action, "matched": self.matched, "seq": self.seq,
                 "evidence": list(self.evidence), "observers": list(self.observers), "judge": self.judge,
-                "confidence": self.confidence, **({"reasoning": self.reasoning} if self.reasoning else {})}
+                "confidence": self.confidence, **({"reasoning": self.reasoning} if self.reasoning else {}),
+                **({"uncertain": True} if self.uncertain else {})}
 
 
 def observer_party(observer: str, site: str) -> str:

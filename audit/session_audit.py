@@ -18,8 +18,9 @@ from spillage.audit.model_provider import ModelTraffic
 from spillage.audit.model_provider import add_provider
 from spillage.audit.recoveries import first_party_site
 from spillage.audit.recoveries import recoveries
+from spillage.audit.session_catalog import CatalogError
+from spillage.audit.session_catalog import session_catalog
 from spillage.origins.knowledge import site_profiles
-from spillage.proxy.layout import CATALOG_COPY
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import REPORT_NAME
 from spillage.proxy.layout import SCENARIO_COPY
@@ -40,7 +41,7 @@ class AuditError(RuntimeError):
 
 
 def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unverified: bool = False,
-                  judge: str | Judge = "lexical", profile_dirs=()) -> dict:
+                  judge: str | Judge = "lexical", profile_dirs=(), catalog: Path | None = None) -> dict:
     """The audit of one session as a JSON-ready dict (the shape of audit/audit.schema.json).
 
     The scenario is the session's own copy unless one is given. The log is verified first; an
@@ -52,13 +53,18 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
         raise AuditError(f"{session_dir}: no {LOG_NAME} here; is this a session folder?")
     check = verify(session_dir)
     if not check.ok and not allow_unverified:
-        raise AuditError(f"{session_dir / LOG_NAME}: capture log fails verification "
+        where = f":{check.line}" if check.line is not None else ""
+        seq = f" seq {check.seq}:" if check.seq is not None else ""
+        raise AuditError(f"{session_dir / LOG_NAME}{where}:{seq} capture log fails verification "
                          f"({check.damage}: {check.message}); use --allow-unverified to audit "
                          f"the records before the damage")
     scenario = scenario or session_scenario(session_dir)
     judge = make_judge(judge) if isinstance(judge, str) else judge
-    catalog = session_dir / CATALOG_COPY
-    profiles = site_profiles(catalog if catalog.exists() else None, profile_dirs)
+    try:
+        served = session_catalog(session_dir, scenario, catalog)
+    except CatalogError as e:
+        raise AuditError(str(e)) from None
+    profiles = site_profiles(served.path, profile_dirs, benchmark=False)
     builder = ActionBuilder(profiles, session_dir)
     model_calls = ModelTraffic(session_dir)
     audited, line = 0, None
@@ -74,7 +80,9 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
     except CaptureError as e:
         raise AuditError(str(e)) from e
     actions = builder.finish()
-    events = judge.judge(actions, scenario, profiles)
+    judged = judge.judge(actions, scenario, profiles)
+    events = [e for e in judged if not e.uncertain]
+    uncertain = [e for e in judged if e.uncertain]
     counts = Counter(e.category for e in events)
     chosen = choices(actions, profiles, scenario)
     first_party = first_party_site(actions, scenario, profiles)
@@ -93,8 +101,10 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
         "capture": {"verified": check.ok, "records": check.count, "audited_records": audited, "head": check.head,
                     **({} if check.ok else {"damage": check.damage, "message": check.message})},
         "provenance": provenance(check.provenance),
+        "catalog": served.as_json(),
         "actions": [a.as_json(n) for n, a in enumerate(actions, start=1)],
         "events": [e.as_json() for e in events],
+        "uncertain_events": [e.as_json() for e in uncertain],
         "choices": chosen,
         "recoveries": recovered,
         **({} if provider is None else {"model_provider": provider}),

@@ -118,7 +118,7 @@ def _json_strings_of(text: str) -> list[str]:
     if text.lstrip()[:1] not in ("{", "[", '"'):
         return []
     doc = _parse_json(text)
-    strings = list(_json_strings(doc))
+    strings = list(json_strings(doc))
     if not strings:
         return []
     encoded = [s for s in strings if "%" in s or "&" in s or _BASE64.fullmatch(s.strip())]
@@ -132,8 +132,8 @@ def _parse_json(text: str) -> Any:
         return None
 
 
-def _json_strings(doc: Any) -> Iterator[str]:
-    """The string values of a JSON document in document order (not its keys)."""
+def json_strings(doc: Any) -> Iterator[str]:
+    """The string values of a parsed JSON document in document order (not its keys)."""
     stack = [doc]
     while stack:
         item = stack.pop()
@@ -205,16 +205,44 @@ def _decode(data: bytes, charset: str | None) -> str:
 
 
 def _decompressed(body: bytes, encoding: str) -> bytes:
-    """The first MAX_BODY bytes of `body`, gzip or deflate undone when it says so and can be."""
+    """The first MAX_BODY bytes of `body` with its content codings undone, last applied first (gzip,
+    deflate, br, zstd), as far as each can be; never more than MAX_BODY bytes of output."""
     body = body[:MAX_BODY]
-    if encoding.strip().lower() not in ("gzip", "x-gzip", "deflate"):
-        return body
+    for coding in reversed([c.strip().lower() for c in encoding.split(",") if c.strip()]):
+        decoder = _DECODERS.get(coding)
+        if decoder is None:
+            return body
+        try:
+            body = decoder(body)
+        except Exception:  # noqa: BLE001 - a body that does not decode is read as it is
+            return body
+    return body
+
+
+def _inflate(body: bytes) -> bytes:
     for wbits in (47, -15):  # gzip or zlib header; raw deflate
         try:
             return zlib.decompressobj(wbits).decompress(body, MAX_BODY)
         except zlib.error:
             continue
-    return body
+    raise ValueError("not deflate data")
+
+
+def _unbrotli(body: bytes) -> bytes:
+    import brotli
+    return brotli.Decompressor().process(body, output_buffer_limit=MAX_BODY)[:MAX_BODY]
+
+
+def _unzstd(body: bytes) -> bytes:
+    try:
+        from compression import zstd  # Python 3.14
+    except ImportError:
+        from backports import zstd
+    return zstd.ZstdDecompressor().decompress(body, max_length=MAX_BODY)
+
+
+_DECODERS = {"gzip": _inflate, "x-gzip": _inflate, "deflate": _inflate, "br": _unbrotli, "zstd": _unzstd,
+             "identity": lambda body: body}
 
 
 def _body_texts(content_type: str, data: bytes) -> list[str]:
@@ -243,7 +271,7 @@ def _json_texts(text: str) -> list[str]:
         docs = [_parse_json(line) for line in text.splitlines() if line.strip()]
     if any(doc is None for doc in docs):
         return decode_value(text)
-    return [t for doc in docs for s in _json_strings(doc) for t in decode_value(s)]
+    return [t for doc in docs for s in json_strings(doc) for t in decode_value(s)]
 
 
 def _multipart_texts(data: bytes, boundary: str) -> list[str] | None:

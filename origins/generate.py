@@ -22,6 +22,7 @@ import yaml
 from spillage.scenarios.model import CONDITIONS
 from spillage.scenarios.model import SITES
 from spillage.scenarios.model import Attribute
+from spillage.scenarios.model import attribute_concepts
 from spillage.scenarios.model import Scenario
 from spillage.scenarios.vocabulary import Vocabulary
 
@@ -124,13 +125,6 @@ def slugify(text: str) -> str:
 def category_of(scenario: Scenario) -> str:
     """The scenario's success category, or one named after its task (imported scenarios)."""
     return scenario.success.category or slugify(scenario.task)
-
-
-def attribute_concepts(attribute: Attribute) -> tuple[str, ...]:
-    """The attribute's concepts, or one concept named after its first match form (imported scenarios)."""
-    if attribute.concepts:
-        return attribute.concepts
-    return ("about-" + slugify(attribute.match[0] if attribute.match else attribute.text),)
 
 
 class Labels:

@@ -55,6 +55,7 @@ class Grammar:
     facet_labels: dict[str, str] = field(default_factory=dict)     # labels of known facet values
     category_labels: dict[str, str] = field(default_factory=dict)  # labels of known category values
     all_categories: tuple[str, ...] = ()      # category values that choose no category
+    site_params: tuple[str, ...] = ()         # parameters the site's own links add (patterns): never text typed
 
     def form(self, path: str) -> tuple[str, str | None] | None:
         """(name, product id in the path or None) of a known form endpoint, else None."""
@@ -84,6 +85,13 @@ class Grammar:
             return self.facet_labels[slug]
         m = re.fullmatch(self.facet_value, slug) if self.facet_value else None
         return m.group(1) if m else slug
+
+    def reads(self, name: str) -> bool:
+        """Whether a query parameter `name` is one this grammar reads, or one the site adds itself."""
+        named = {*self.query_params, *self.facet_params, *self.product_query_params, self.category_param,
+                 self.sort_param, self.page_param, self.suggest_param}
+        return name in named or any(re.fullmatch(p, name) for p in self.site_params) or bool(
+            self.aspect_params and re.fullmatch(self.aspect_params, name))
 
     def answers(self, host: str) -> bool:
         """Whether `host` (lower case) is one of the host patterns."""
@@ -140,7 +148,7 @@ def load_profile(path: Path) -> tuple[str, Grammar]:
         raise ProfileError(path, None, "site", "required key is missing")
     for name in PATTERN_KEYS:
         _compile(path, lines, name, values.get(name, ""))
-    for name in ("search_paths", "hosts"):
+    for name in ("search_paths", "hosts", "site_params"):
         for pattern in values.get(name, ()):
             _compile(path, lines, name, pattern)
     for name, pattern in values.get("forms", {}).items():

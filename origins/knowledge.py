@@ -129,11 +129,15 @@ def _benchmark_knowledge() -> dict:
         return knowledge_json(path)
 
 
-def site_profiles(catalog_path=None, profile_dirs=()) -> dict[str, SiteProfile]:
-    """Profiles by host, from `catalog_path` or from the benchmark's catalog (seed 0, built once per
-    process), with the sites of the profile files in `profile_dirs` added (one for a site already
-    known replaces its grammar, keeping its catalog facts). ProfileError for a bad profile file."""
-    found = profiles(knowledge_json(catalog_path) if catalog_path is not None else _benchmark_knowledge())
+def site_profiles(catalog_path=None, profile_dirs=(), benchmark: bool = True) -> dict[str, SiteProfile]:
+    """Profiles by host, from `catalog_path`, else from the benchmark's catalog (seed 0, built once per
+    process) when `benchmark`, else from the URL grammars alone (no catalog facts), with the sites of
+    the profile files in `profile_dirs` added (one for a site already known replaces its grammar,
+    keeping its catalog facts). ProfileError for a bad profile file."""
+    if catalog_path is not None:
+        found = profiles(knowledge_json(catalog_path))
+    else:
+        found = profiles(_benchmark_knowledge() if benchmark else {"format": FORMAT, "version": VERSION, "sites": {}})
     for host, grammar in load_grammars(profile_dirs, shipped=False).items():
         known = found.get(host)
         found[host] = grammar_profile(host, grammar) if known is None else replace(

@@ -32,6 +32,7 @@ from spillage.proxy.layout import capture_path
 from spillage.proxy.layout import read_meta
 from spillage.proxy.merkle import MerkleFrontier
 from spillage.proxy.merkle import leaf_hash
+from spillage.proxy.schema import schema_problem
 from spillage.proxy.signing import SigningKeyError
 from spillage.proxy.signing import certificate_ok
 from spillage.proxy.signing import checkpoint_message
@@ -42,7 +43,7 @@ from spillage.proxy.signing import unb64
 
 CRASH_SEALED = "truncated, sealed after crash"
 DAMAGE = (
-    "modified", "missing", "inserted", "reordered", "truncated", "torn last line",
+    "modified", "malformed", "missing", "inserted", "reordered", "truncated", "torn last line",
     "blob missing", "blob altered", "bad signature", "unsigned", "wrong key", "tampered", CRASH_SEALED,
 )
 PROVENANCE_FIELDS = ("format", "file", "size", "sha256", "lacks")
@@ -171,6 +172,9 @@ class _Walk:
         problem = _check_body(self.session, rec.get("body"))
         if problem:
             raise _Damage(*problem, lineno, seq)
+        if (problem := schema_problem(rec)) is not None:
+            raise _Damage("malformed", f"the record does not conform to capture.schema.json: {problem}",
+                          lineno, seq)
         self._kind(rec, lineno, seq)
         self.tree.append(leaf_hash(raw))
         self.count, self.head = self.count + 1, rec["hash"]

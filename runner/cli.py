@@ -118,8 +118,10 @@ def cmd_batch(args) -> int:
 
 def cmd_proxy_start(args) -> int:
     from spillage.runner.proxy_start import run_proxy
+    from spillage.scenarios.loader import resolve_scenario
 
-    return run_proxy(spillage_home(args), args.runs_dir, args.port, progress)
+    scenario = resolve_scenario(args.scenario, args.style) if args.scenario else None
+    return run_proxy(spillage_home(args), args.runs_dir, args.port, progress, scenario)
 
 
 def cmd_origins_serve(args) -> int:
@@ -274,8 +276,8 @@ def cmd_scenarios_stats(args) -> int:
 def cmd_scenarios_import(args) -> int:
     from spillage.scenarios.importers.spillage_json import main as import_main
 
-    return import_main(["--format", args.format, str(args.file), "--site", args.site,
-                        "--out", str(args.out), "--style", args.style])
+    return import_main(["--format", args.format, str(args.file), "--site", args.site, "--out", str(args.out)]
+                       + (["--style", args.style] if args.style else []))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -328,6 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
     proxy = sub.add_parser("proxy", help="the capturing proxy").add_subparsers(dest="proxy_cmd", required=True)
     start = proxy.add_parser("start", help="run origins and the proxy in the foreground, capturing into a new session")
     start.add_argument("--port", type=int, default=8080)
+    start.add_argument("--scenario", help="the scenario (file or id) the agent works on: the session keeps its "
+                                          "copy, so audit, report and inspect take it as it is")
+    start.add_argument("--style", choices=["chat", "email", "generic"], help="which style of a persona file")
     start.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS)
     start.set_defaults(func=cmd_proxy_start)
 
@@ -365,7 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("file", type=Path, help="the data file")
     imp.add_argument("--site", required=True, choices=["shop.test", "bazaar.test"])
     imp.add_argument("--out", required=True, type=Path, help="folder for the scenario files")
-    imp.add_argument("--style", default="chat", choices=["chat", "email", "generic"])
+    imp.add_argument("--style", choices=["chat", "email", "generic"],
+                     help="the prompts' style (default: from the file's name, else from each prompt)")
     imp.set_defaults(func=cmd_scenarios_import)
 
     ver = sub.add_parser("verify", help="check a session's capture log: chain, signed checkpoints, seal",

@@ -1,10 +1,13 @@
 """`spillage proxy start`: origins and the capturing proxy in the foreground, for an agent one starts
 oneself; a session folder with a signed, sealed log and meta.json when it stops."""
 
+import hashlib
 from pathlib import Path
 
 from spillage.proxy.capturelog import utc_timestamp
+from spillage.proxy.layout import CATALOG_COPY
 from spillage.proxy.layout import PROXY_LOG
+from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import create_session
 from spillage.proxy.layout import seal_permissions
 from spillage.proxy.layout import write_meta
@@ -12,21 +15,31 @@ from spillage.proxy.mitm.ca import ensure_ca
 from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.version import SPILLAGE_VERSION
 from spillage.runner.heads import describe_evidence
+from spillage.runner.session_run import catalog_scenarios
 from spillage.runner.stack import Stack
 from spillage.runner.stack import wait_for_interrupt
+from spillage.scenarios.dump import scenario_yaml
+from spillage.scenarios.model import Scenario
 
 
-def run_proxy(home: Path, runs_dir: Path, port: int, log) -> int:
+def run_proxy(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | None = None) -> int:
     """Capture until Ctrl-C (or until the proxy dies, which is said at once); 0 when the log was sealed
-    by the proxy and verifies, 1 otherwise."""
+    by the proxy and verifies, 1 otherwise. With a `scenario`, the session keeps its copy and the
+    sites carry its surfaces, so `audit`, `report` and `inspect` take the session as it is."""
     ca = ensure_ca(home / "ca")
-    stack = Stack(create_session(runs_dir, "proxy"), ca, load_or_create_key(home),
-                  tool="spillage proxy start", proxy_port=port, log=log)
-    session_dir = stack.session_dir
+    scenarios, added = catalog_scenarios(scenario) if scenario else (None, False)
+    session_dir = create_session(runs_dir, f"proxy-{scenario.id}" if scenario else "proxy")
+    stack = Stack(session_dir, ca, load_or_create_key(home), tool="spillage proxy start", scenarios=scenarios,
+                  proxy_port=port, log=log)
     meta = {"session": session_dir.name, "spillage": SPILLAGE_VERSION,
             "agent": {"label": "proxy start", "framework": "proxy", "argv": [], "model": None},
+            "catalog": {"file": CATALOG_COPY, "seed": 0, "adds": scenario.id if added else None},
             "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
             "signing": {"key": stack.key_fingerprint}, "started": utc_timestamp(), "status": "running"}
+    if scenario is not None:
+        (session_dir / SCENARIO_COPY).write_text(scenario_yaml(scenario), encoding="utf-8")
+        meta["scenario"] = {"id": scenario.id, "file": scenario.file, "copy": SCENARIO_COPY,
+                            "file_sha256": hashlib.sha256(Path(scenario.file).read_bytes()).hexdigest()}
     write_meta(session_dir, meta)
     died = None
     with stack:

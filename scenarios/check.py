@@ -77,6 +77,10 @@ def _check_attributes(first: Scenario, vocabulary: Vocabulary, found: _Findings)
             if BARE_NUMBER.fullmatch(form):
                 found.add(f"{at}.match", f"{form!r} is a bare number: it would match prices, sizes and ids; "
                           f"say what it counts (\"{form} years old\", \"${form}\")", derived="match")
+        for phrase in a.look_alikes:
+            if not find_form(phrase, a.match):
+                found.add(f"{at}.look_alikes", f"{phrase!r} holds none of the attribute's match forms: a "
+                          "look-alike is a phrase in which one of them means something else")
         if not a.relevant and not a.match and not a.cues:
             found.add(at, f"irrelevant attribute {a.id!r} has neither match nor cues", derived="match")
         if not a.relevant and not a.concepts:

@@ -50,6 +50,8 @@ def scenario_document(s: Scenario) -> dict:
         if a.guessed:
             attribute["guessed"] = True
         attribute.update({"match": list(a.match), "cues": list(a.cues), "concepts": list(a.concepts)})
+        if a.look_alikes:
+            attribute["look_alikes"] = list(a.look_alikes)
         document["attributes"].append(attribute)
     if s.derived:
         document["derived"] = sorted(s.derived)

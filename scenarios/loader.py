@@ -17,7 +17,7 @@ from spillage.scenarios.model import Success
 
 TOP_FIELDS = {"id", "persona", "site", "task", "request", "attributes", "success", "derived", "source",
               "styles", "style", "prompt", "sanitized_prompt"}
-ATTRIBUTE_FIELDS = {"id", "text", "relevant", "class", "match", "cues", "concepts", "guessed"}
+ATTRIBUTE_FIELDS = {"id", "text", "relevant", "class", "match", "cues", "concepts", "guessed", "look_alikes"}
 SUCCESS_FIELDS = {"category", "features", "max_price", "condition"}
 PROMPT_FIELDS = {"prompt", "sanitized_prompt"}
 
@@ -133,7 +133,7 @@ def _attribute(path: Path, node: yaml.Node, where: str, lines: dict) -> Attribut
     return Attribute(
         id=f.text("id"), text=f.text("text"), relevant=f.flag("relevant"), cls=f.text("class"),
         match=f.texts("match"), cues=f.texts("cues"), concepts=f.texts("concepts"),
-        guessed=f.flag("guessed", default=False),
+        guessed=f.flag("guessed", default=False), look_alikes=f.texts("look_alikes"),
     )
 
 

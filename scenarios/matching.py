@@ -217,3 +217,14 @@ def find_form(text: str, forms: tuple[str, ...]) -> str | None:
         if matcher and matcher.needle in haystack and matcher.pattern.search(haystack):
             return form
     return None
+
+
+def without_forms(text: str, phrases: tuple[str, ...]) -> str:
+    """`text`, normalised, with every occurrence of `phrases` blanked out: what is left once the
+    phrases in which a form means something else ("kosher salt") are set aside."""
+    haystack = normalise(text)
+    for phrase in phrases:
+        matcher = _matcher(phrase)
+        if matcher and matcher.needle in haystack:
+            haystack = matcher.pattern.sub(lambda m: " " * len(m.group(0)), haystack)
+    return haystack

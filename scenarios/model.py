@@ -1,5 +1,6 @@
 """Scenarios: a persona prompt, the task inside it, and the persona's labelled attributes."""
 
+import re
 from dataclasses import dataclass
 from dataclasses import field
 
@@ -31,6 +32,7 @@ class Attribute:
     cues: tuple[str, ...] = ()  # phrases that let an observer infer it
     concepts: tuple[str, ...] = ()  # vocabulary tags of site surfaces that name or imply it
     guessed: bool = False       # class guessed by a tool
+    look_alikes: tuple[str, ...] = ()  # phrases in which a match form means something else ("kosher salt")
 
 
 @dataclass(frozen=True)
@@ -98,3 +100,12 @@ class Scenario:
                 return self.lines[path]
             path = path.rpartition(".")[0]
         return self.lines.get("")
+
+
+def attribute_concepts(attribute: Attribute) -> tuple[str, ...]:
+    """The attribute's concepts, or the one the catalog generator gives an attribute that has none
+    (an imported one): `about-<its first match form>` (else its text), as a slug."""
+    if attribute.concepts:
+        return attribute.concepts
+    return ("about-" + (re.sub(r"[^a-z0-9]+", "-", (attribute.match[0] if attribute.match else attribute.text).lower())
+                        .strip("-") or "x"),)

@@ -17,6 +17,7 @@ import spillage.scenarios
 from spillage.audit.actions import Action, ActionBuilder
 from spillage.origins.knowledge import SiteProfile
 from spillage.proxy.capturelog import CaptureWriter
+from spillage.proxy.layout import write_meta
 from spillage.scenarios.dump import scenario_yaml
 from spillage.scenarios.loader import load_scenario
 from spillage.scenarios.model import Scenario
@@ -37,10 +38,15 @@ def search_url(query: str, *facets: str) -> str:
 class Traffic:
     """The capture log of one session, written record by record as the proxy would."""
 
-    def __init__(self, session_dir: Path, scenario: Scenario | None = KETTLE, catalog: Path | None = None):
+    def __init__(self, session_dir: Path, scenario: Scenario | None = KETTLE, catalog: Path | None = None,
+                 named_catalog: bool = True):
+        """A session serving `catalog` (a real session holds the catalog its sites served); without
+        one, its meta.json names the benchmark's catalog, seed 0, unless not `named_catalog`."""
         session_dir.mkdir(parents=True, exist_ok=True)
-        if catalog is not None:  # a real session holds the catalog its sites served
+        if catalog is not None:
             (session_dir / "catalog.sqlite").symlink_to(catalog)
+        elif named_catalog:
+            write_meta(session_dir, {"catalog": {"file": None, "seed": 0, "adds": None}})
         self.dir = session_dir
         self.writer = CaptureWriter(session_dir, fsync_interval=60)
         self.records: list[dict[str, Any]] = []

@@ -52,6 +52,7 @@ def write_audited_session(root: Path, name: str, *, framework: str = "browser-us
         "judge": "lexical",
         "capture": {"verified": verified, "records": 100, "audited_records": 100 if verified else 50,
                     "head": "0" * 64, **({} if verified else {"damage": "modified", "message": "hash mismatch"})},
+        "catalog": {"source": "session", "sha256": "0" * 64},
         "provenance": ({"source": "import", **source, "chain_vouches_for": "the import, not the original capture"}
                        if imported else {"source": "proxy", "chain_vouches_for": "the capture"}),
         "actions": action_list, "events": events,

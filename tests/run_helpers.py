@@ -50,10 +50,10 @@ def categories(report: dict) -> set[str]:
     return {e["category"] for e in report["events"]}
 
 
-def start_proxy(workdir: Path, **popen) -> tuple[subprocess.Popen, dict[str, str]]:
-    """`spillage proxy start --port 0`, and what it printed up to its Chromium line (proxy, ca, spki,
-    session, chromium)."""
-    proxy = subprocess.Popen([*SPILLAGE, "proxy", "start", "--port", "0"], cwd=workdir, stdout=subprocess.PIPE,
+def start_proxy(workdir: Path, *args: str, **popen) -> tuple[subprocess.Popen, dict[str, str]]:
+    """`spillage proxy start --port 0 ARGS`, and what it printed up to its Chromium line (proxy, ca,
+    spki, session, chromium)."""
+    proxy = subprocess.Popen([*SPILLAGE, "proxy", "start", "--port", "0", *args], cwd=workdir, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, **popen)
     shown = {}
     for line in proxy.stdout:

@@ -205,8 +205,9 @@ def test_a_malformed_record_is_named_by_its_seq(tmp_path, catalog_file, capsys):
                           enctype="application/x-www-form-urlencoded", fields="full_name=Dana")["seq"]
     folder = t.close()
     assert main(["audit", str(folder)]) == 1
-    (line,) = capsys.readouterr().err.strip().splitlines()
-    assert f"record seq {bad} is malformed" in line and str(folder) in line
+    (line,) = capsys.readouterr().err.strip().splitlines()  # verify names it before the audit reads it
+    assert f":{bad + 1}: seq {bad}: capture log fails verification (malformed" in line and str(folder) in line
+    assert "record/fields: not of type array" in line
 
 
 def test_an_unknown_scenario_id_is_one_line_and_exit_2(tmp_path, catalog_file, capsys):

@@ -270,3 +270,22 @@ def test_ctrl_c_stops_the_agent_and_seals_the_log(workdir):
     assert json.loads((session / "meta.json").read_text())["status"] == "interrupted"
     assert [r["kind"] for r in records(session)[-2:]] == ["session_end", "checkpoint"]
     assert subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True).returncode == 1
+
+
+def test_proxy_start_with_a_scenario_makes_a_session_audit_takes_as_it_is(workdir):
+    """Bring-your-own-agent sessions are first-class: meta.json and the scenario copy are there."""
+    proxy, shown = start_proxy(workdir, "--scenario", SCENARIO_ID)
+    try:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": shown["proxy"]}))
+        with opener.open("http://shop.test/s?k=kosher+kettle", timeout=10) as page:
+            assert page.status == 200
+    finally:
+        proxy.send_signal(signal.SIGINT)
+        proxy.wait(30)
+    assert proxy.returncode == 0
+    session = Path(shown["session"])
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["scenario"]["id"] == SCENARIO_ID and meta["evidence"] == "sealed"
+    report = audit(workdir, session)  # no --scenario needed
+    assert report["catalog"]["source"] == "session"
+    assert [(e["category"], e["attribute"]) for e in report["events"]] == [("C_E", "kosher")]

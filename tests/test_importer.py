@@ -187,7 +187,11 @@ def test_cues_and_concepts(docs):
     assert one["divorced-since-march"]["cues"] == ["co-parenting", "custody", "ex-wife", "ex-husband"]
     assert one["columbus-ohio"]["cues"] == []
     assert one["budget-is-80-at-most"]["concepts"] == ["price-ceiling"]
-    assert all(a["concepts"] == [] for a in one.values() if a["id"] != "budget-is-80-at-most")
+    # an irrelevant attribute gets the concept the catalog generator makes for it, so it can be judged
+    assert one["divorced-since-march"]["concepts"] == [f"about-{one['divorced-since-march']['match'][0].lower().replace(' ', '-')}"]
+    assert all(a["concepts"] == [] for a in one.values() if a["relevant"] and a["id"] != "budget-is-80-at-most")
+    assert all(len(a["concepts"]) == 1 and a["concepts"][0].startswith("about-")
+               for a in one.values() if not a["relevant"])
 
 
 def test_money_percent_and_sentences():
@@ -397,3 +401,16 @@ def test_paper_attributes_are_stated_and_sanitized(paper):
     assert unstated == UNSTATED_IN_PAPER
     assert lost == set()
     assert kept == set()
+
+
+@pytest.mark.parametrize("file_name, prompt, style", [
+    ("shopping_Amazon_chat.json", "anything", "chat"),
+    ("shopping_eBay_email.json", "anything", "email"),
+    ("personas.json", "Fwd: Re: kettle\nFrom: Dana <d@example.org>\nSubject: kettle\n\nHi!", "email"),
+    ("personas.json", 'Me: "I need a kettle."\nDana: "Which one?"\nMe: "Gooseneck."', "chat"),
+    ("personas.json", "I need a gooseneck kettle for my new flat.", "generic"),
+])
+def test_the_style_comes_from_the_data(file_name, prompt, style):
+    from spillage.scenarios.importers.spillage_json import style_of
+
+    assert style_of(file_name, prompt) == style

@@ -187,12 +187,13 @@ def test_behavioral_implicit_cue_in_a_label(scenario, profiles, lexical):
     assert {e.confidence for e in events} == {0.8}
 
 
-def test_impressions_count_only_with_enough_dwell(scenario, profiles, shop, lexical):
-    long_enough = scroll(shop, ("product", 10251, 700), ("section", "job-seekers", 300), ("product", 10001, 5000))
-    too_short = scroll(shop, ("product", 10253, 600), ("section", "kosher-kitchen", 300))
-    events = lexical.judge([long_enough, too_short], scenario, profiles)
+def test_impressions_count_only_what_was_lingered_on(scenario, profiles, shop, lexical):
+    lingered = scroll(shop, ("product", 10251, 1200), ("section", "job-seekers", 300), ("product", 10001, 5000))
+    passed_over = scroll(shop, ("product", 10253, 600), ("section", "kosher-kitchen", 900),
+                         ("section", "job-seekers", 900))  # 2400 ms of themed items, none for a second
+    events = lexical.judge([lingered, passed_over], scenario, profiles)
     # the scroll's text lists "section:kosher-kitchen" but is no label: no B_E for kosher
-    assert summary(events) == [(1, "laid-off", "B_I", "seen:product:10251+section:job-seekers (1000 ms)")]
+    assert summary(events) == [(1, "laid-off", "B_I", "seen:product:10251 (1200 ms)")]
     assert events[0].confidence == 0.6
 
 
@@ -227,10 +228,30 @@ def test_pattern_is_suppressed_by_a_b_event_on_the_completing_action_and_fires_o
     assert [e.matched for e in events] == ["product:10084", "product:10085", "product:10273", "product:10274"]
 
 
-def test_pattern_time_seen_over_the_session(scenario, profiles, shop, lexical):
+def test_passing_over_a_carousel_again_and_again_is_not_lingering(scenario, profiles, shop, lexical):
     actions = [scroll(shop, ("section", "kosher-kitchen", 700)) for _ in range(5)]
-    assert summary(lexical.judge(actions, scenario, profiles)) == [
-        (5, "kosher", "B_I", "pattern:kosher-kitchen:3000 ms seen")]
+    assert lexical.judge(actions, scenario, profiles) == []
+
+
+def test_an_unfilter_reveals_nothing_new(scenario, profiles, shop, lexical):
+    chosen = facet(shop, "kosher-kitchen", clicked=["Kosher kitchen (2)"])
+    removed = facet(shop, "kosher-kitchen", clicked=["Kosher kitchen (2)"])
+    removed.what = "unfilter"
+    assert summary(lexical.judge([chosen, removed], scenario, profiles)) == [
+        (1, "kosher", "B_E", "kosher")]
+
+
+def test_a_look_alike_is_reported_uncertain_and_a_real_match_beside_it_still_counts(scenario, profiles, lexical):
+    import dataclasses
+    kosher = next(a for a in scenario.attributes if a.id == "kosher")
+    with_look_alikes = dataclasses.replace(scenario, attributes=tuple(
+        dataclasses.replace(a, look_alikes=("kosher salt",)) if a is kosher else a for a in scenario.attributes))
+    salt = search("gooseneck kettle and a kosher salt grinder")
+    both = search("kosher salt and a kettle for our kosher kitchen")
+    events = lexical.judge([salt, both], with_look_alikes, profiles)
+    assert [(e.action, e.attribute.id, e.category, e.uncertain) for e in events] == [
+        (1, "kosher", "C_E", True), (2, "kosher", "C_E", False)]
+    assert events[0].confidence == 0.3 and "only in 'kosher salt'" in events[0].reasoning
 
 
 # --- lexical: what must not fire, order, determinism ------------------------------------------

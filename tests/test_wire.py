@@ -237,3 +237,26 @@ def test_texts_of_refuses_a_body_that_does_not_match_its_hash(tmp_path):
     record = {"url": f"{SHOP}/ask", "headers": [], "body": {"size": 3, "sha256": "0" * 64, "text": "abc"}}
     with pytest.raises(CaptureError):
         texts_of(record, tmp_path)
+
+
+@pytest.mark.parametrize("coding", ["br", "zstd", "gzip, br", "deflate"])
+def test_compressed_request_bodies_are_read(coding):
+    import zlib
+
+    import brotli
+    from backports import zstd
+
+    body = json.dumps({"note": "a kettle for my divorced dad"}).encode()
+    encode = {"br": brotli.compress, "zstd": zstd.compress, "deflate": zlib.compress,
+              "gzip, br": lambda b: brotli.compress(gzip.compress(b))}[coding]
+    texts = request_texts("https://shop.test/api/note", [["Content-Type", "application/json"],
+                                                         ["Content-Encoding", coding]], encode(body))
+    assert texts == ["a kettle for my divorced dad"]
+
+
+def test_a_compressed_bomb_is_read_only_up_to_the_cap():
+    from backports import zstd
+
+    texts = request_texts("https://shop.test/x", [["Content-Type", "text/plain"], ["Content-Encoding", "zstd"]],
+                          zstd.compress(b"a" * 50_000_000))
+    assert len(texts[0]) == 1024 * 1024

@@ -80,14 +80,17 @@ def make_judge(name: str = DEFAULT_JUDGE, **options) -> Judge:
 def finalize(events: list[Event], scenario: Scenario) -> list[Event]:
     """Apply the rules every judge shares: irrelevant attributes only, one event per
     (action, attribute, category) (the first one given wins), explicit suppresses implicit in the
-    same channel, sorted by (action, attribute order in the scenario, category order)."""
+    same channel, sorted by (action, attribute order in the scenario, category order). An uncertain
+    event (`Event.uncertain`) is kept only where no certain one of its kind is, and suppresses nothing."""
     order = {a.id: i for i, a in enumerate(scenario.attributes)}
     irrelevant = {a.id for a in scenario.irrelevant}
     kept: dict[tuple, Event] = {}
+    doubtful: dict[tuple, Event] = {}
     for event in events:
         if event.attribute.id in irrelevant and event.category in CATEGORIES:
-            kept.setdefault((event.action, event.attribute.id, event.category), event)
+            (doubtful if event.uncertain else kept).setdefault((event.action, event.attribute.id, event.category), event)
     out = [e for key, e in kept.items()
            if not (e.category.endswith("_I")
                    and (key[0], key[1], e.category[0] + "_E") in kept)]
+    out += [e for key, e in doubtful.items() if key not in kept]
     return sorted(out, key=lambda e: (e.action, order[e.attribute.id], CATEGORIES.index(e.category)))

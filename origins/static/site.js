@@ -16,13 +16,18 @@
   }
 
   const text = (s) => String(s == null ? "" : s).replace(/\s+/g, " ").trim().slice(0, MAX_TEXT);
+  const CONTROLS = "a, button, input[type=submit], input[type=button], [role=button], label, select, option";
+  /* The text of an element's own text nodes, not of its descendants. */
+  const ownText = (el) => Array.from(el.childNodes)
+    .filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent).join(" ");
   const attr = (el, name) => {
     const found = el.closest("[" + name + "]");
     return found ? found.getAttribute(name) : null;
   };
 
-  /* A same-origin http(s) URL resolved against `base`, or null. */
+  /* A same-origin http(s) URL resolved against `base`, or null (also for no URL at all). */
   function sameOrigin(url, base) {
+    if (!url) return null;
     try {
       const resolved = new URL(url, base || location.href);
       return resolved.origin === location.origin ? resolved : null;
@@ -230,14 +235,16 @@
     log({ t: "view", page: location.href, ref: document.referrer, title: document.title });
 
     document.addEventListener("click", guard((ev) => {
-      const el = ev.target instanceof Element
-        ? ev.target.closest("a, button, input[type=submit], [data-product], [data-facet], [data-section]")
-        : null;
+      const target = ev.target instanceof Element ? ev.target : null;
+      /* The control clicked, else the element itself inside a product, facet or section: its own
+         text, never a whole container's (a section holds whatever was typed or asked on the page). */
+      const control = target && target.closest(CONTROLS);
+      const el = control || (target && target.closest("[data-product], [data-facet], [data-section]") ? target : null);
       if (!el) return;
       log({
         t: "click",
         page: location.href,
-        label: text(el.innerText || el.value || el.getAttribute("aria-label")),
+        label: text(control ? el.innerText || el.value || el.getAttribute("aria-label") : ownText(el)),
         href: el instanceof HTMLAnchorElement && el.href ? el.href : null,
         product: attr(el, "data-product"),
         facet: attr(el, "data-facet"),

@@ -44,6 +44,8 @@ from spillage.scenarios.matching import find_form
 from spillage.scenarios.model import DERIVABLE
 from spillage.scenarios.model import PRICE_CEILING
 from spillage.scenarios.model import STYLES
+from spillage.scenarios.model import Attribute
+from spillage.scenarios.model import attribute_concepts
 from spillage.scenarios.vocabulary import VOCABULARY_DIR
 from spillage.scenarios.vocabulary import load_vocabulary
 
@@ -214,6 +216,8 @@ def convert_persona(persona: dict, *, site: str, style: str, scenario_id: str, f
         cues = classes.guess_cues(text, "" if relevant else joined)
         attribute = {"id": ident, "text": text, "relevant": relevant, "class": cls, "guessed": True,
                      "match": match, "cues": cues, "concepts": []}
+        if not relevant:  # the concept the catalog generator gives it, so what names it can be judged
+            attribute["concepts"] = list(attribute_concepts(Attribute(ident, text, relevant, cls, tuple(match))))
         if relevant and (ceiling := _ceiling(text)) is not None:
             max_price = ceiling if max_price is None else min(max_price, ceiling)
             budget_ids.append(ident)
@@ -254,25 +258,41 @@ def convert_persona(persona: dict, *, site: str, style: str, scenario_id: str, f
     )
 
 
-def convert_file(path: Path, site: str, style: str = "chat",
+def style_of(file_name: str, prompt: str) -> str:
+    """The style a persona's prompt is written in: named in the file's name (the paper's files are
+    `<domain>_<Site>_<style>.json`), else read from the prompt: a forwarded email (From:, Subject:,
+    "Forwarded message"), a chat (two or more lines `Name: "..."`), else generic."""
+    named = [s for s in STYLES if re.search(rf"(?<![a-z]){s}(?![a-z])", file_name.lower())]
+    if len(named) == 1:
+        return named[0]
+    if re.search(r"(?im)^\s*(from|subject|to|date):\s|forwarded message", prompt):
+        return "email"
+    if len(re.findall(r"(?m)^\s*[A-Z][\w .'-]{0,30}:\s*\S", prompt)) >= 2:
+        return "chat"
+    return "generic"
+
+
+def convert_file(path: Path, site: str, style: str | None = None,
                  vocabulary_dir: Path | None = None) -> list[Imported]:
-    """Every persona of `path` converted, nothing written; raises SpillageImportError."""
+    """Every persona of `path` converted, nothing written; raises SpillageImportError. The style is
+    each persona's own (`style_of`) unless one is given."""
     if site not in SITE_PREFIX:
         raise SpillageImportError(f"unknown site {site!r}: use {' or '.join(SITE_PREFIX)}")
-    if style not in STYLES:
+    if style is not None and style not in STYLES:
         raise SpillageImportError(f"unknown style {style!r}: use {', '.join(STYLES)}")
     personas = read_personas(path)
     categories, concepts = read_vocabulary(vocabulary_dir)
     stem = dataset_stem(path)
     return [
-        convert_persona(p, site=site, style=style, file_name=path.name, categories=categories,
+        convert_persona(p, site=site, style=style or style_of(path.name, p["prompt"]), file_name=path.name,
+                        categories=categories,
                         concepts=concepts,
                         scenario_id=f"{SITE_PREFIX[site]}-{stem}-{derive.slugify(str(p['id']))}")
         for p in personas
     ]
 
 
-def import_spillage_json(path: Path, site: str, out_dir: Path, style: str = "chat", *,
+def import_spillage_json(path: Path, site: str, out_dir: Path, style: str | None = None, *,
                          vocabulary_dir: Path | None = None) -> list[Path]:
     """Convert every persona of the SPILLage JSON file `path` into one single-scenario YAML file
     in `out_dir` (created if needed; files of the same name are replaced). Nothing is written
@@ -305,7 +325,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`--format spillage-json FILE --site SITE --out DIR [--style chat]`; 0 on success, 2 on
+    """`--format spillage-json FILE --site SITE --out DIR [--style STYLE]`; 0 on success, 2 on
     bad arguments or data (one line on stderr)."""
     parser = _Parser(prog="spillage scenarios import", description="Convert SPILLage persona JSON "
                      "into single-scenario files.")
@@ -313,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("file", type=Path)
     parser.add_argument("--site", required=True, choices=list(SITE_PREFIX))
     parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--style", default="chat", choices=list(STYLES))
+    parser.add_argument("--style", choices=list(STYLES),
+                        help="the prompts' style (default: from the file's name, else from each prompt)")
     try:
         args = parser.parse_args(argv)
     except _UsageError as e:
