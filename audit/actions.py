@@ -35,7 +35,7 @@ SUBRESOURCES = ("script", "style", "image", "font", "audio", "video", "track", "
 STATIC_FILE = re.compile(r".*\.(js|mjs|css|png|jpe?g|gif|webp|avif|svg|ico|woff2?|ttf|otf|map|json|txt|xml|webmanifest)",
                          re.IGNORECASE)
 WORD = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]*[a-z])[A-Za-z]{3,}(?![A-Za-z0-9])")  # not an id like B07D9CQZM6
-PATH_WORDS = re.compile(r"[A-Za-z]{2,}(?:[-_+][A-Za-z]{2,})+")  # a segment of two or more joined words
+PATH_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_+][A-Za-z0-9]+)+")  # a segment of two or more joined words
 MAX_SUGGESTIONS = 256 * 1024  # bytes of an autocomplete answer that are read
 WINDOW = 400  # records within which a beacon and the request it belongs to arrive (bounds memory)
 REFUSED = "refused:"  # observer prefix of a host the proxy refused (it would have seen the request)
@@ -615,7 +615,7 @@ def path_words(record: dict, path: str) -> list[str]:
     if header(record, "sec-fetch-dest").lower() in SUBRESOURCES or STATIC_FILE.fullmatch(path):
         return []
     words = [re.sub(r"[-_+]", " ", unquote(s)) for s in path.split("/") if PATH_WORDS.fullmatch(unquote(s))]
-    return [w for w in words if w.strip()]
+    return [w for w in words if WORD.search(w)]
 
 
 def scrolled(action: Action) -> bool:

@@ -43,13 +43,14 @@ def find_sessions(paths: list[Path]) -> list[Path]:
 
 
 def audit_one(session: Path, judge: str, judge_options: dict, allow_unverified: bool, scenario=None,
-              profile_dirs=()) -> Outcome:
+              profile_dirs=(), catalog: Path | None = None) -> Outcome:
     """Audit `session` and write its audit.json; never raises for a session that cannot be audited."""
     from spillage.audit.judges import JudgeError
     from spillage.audit.judges import make_judge
 
     try:
-        report = audit_session(session, scenario, allow_unverified, make_judge(judge, **judge_options), profile_dirs)
+        report = audit_session(session, scenario, allow_unverified, make_judge(judge, **judge_options), profile_dirs,
+                               catalog)
         write_report(session, report)
         return Outcome(session, {**report["summary"], "verified": report["capture"]["verified"]})
     except (AuditError, JudgeError) as e:
@@ -83,19 +84,22 @@ class ProgressBar:
 
 
 def audit_many(sessions: list[Path], judge: str = "lexical", judge_options: dict | None = None, jobs: int = 1,
-               allow_unverified: bool = False, scenario=None, bar: bool = True, profile_dirs=()) -> list[Outcome]:
-    """Audit every session (in `jobs` worker processes), writing each audit.json; outcomes in input order."""
+               allow_unverified: bool = False, scenario=None, bar: bool = True, profile_dirs=(),
+               catalog: Path | None = None) -> list[Outcome]:
+    """Audit every session (in `jobs` worker processes), writing each audit.json; outcomes in input order.
+    `catalog`, when given, is the catalog every session's sites served."""
     judge_options = judge_options or {}
     progress = ProgressBar(len(sessions)) if bar and sessions else None
     outcomes: dict[Path, Outcome] = {}
     if jobs <= 1:
         for session in sessions:
-            outcomes[session] = audit_one(session, judge, judge_options, allow_unverified, scenario, profile_dirs)
+            outcomes[session] = audit_one(session, judge, judge_options, allow_unverified, scenario, profile_dirs,
+                                          catalog)
             progress and progress.step()
     else:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(audit_one, s, judge, judge_options, allow_unverified, scenario, profile_dirs)
-                       for s in sessions]
+            futures = [pool.submit(audit_one, s, judge, judge_options, allow_unverified, scenario, profile_dirs,
+                                   catalog) for s in sessions]
             for future in as_completed(futures):
                 outcome = future.result()
                 outcomes[outcome.session] = outcome

@@ -203,7 +203,7 @@ def cmd_audit(args) -> int:
         sessions = find_sessions(args.runs)
         if len(sessions) == 1 and len(args.runs) == 1 and args.jobs <= 1:
             report = audit_session(sessions[0], scenario, args.allow_unverified, make_judge(args.judge, **options),
-                                   args.profiles)
+                                   args.profiles, args.catalog)
             if not args.no_write:
                 write_report(sessions[0], report)
             print(summary_text(report) if args.format == "text" else json.dumps(report, indent=2, ensure_ascii=False))
@@ -212,7 +212,7 @@ def cmd_audit(args) -> int:
         progress(str(e))
         return 2 if isinstance(e, ValueError) else 1
     outcomes = audit_many(sessions, args.judge, options, args.jobs, args.allow_unverified, scenario,
-                          bar=sys.stderr.isatty() or args.progress, profile_dirs=args.profiles)
+                          bar=sys.stderr.isatty() or args.progress, profile_dirs=args.profiles, catalog=args.catalog)
     for o in outcomes:
         if o.error:
             print(f"{o.session}\tFAILED\t{o.error}")
@@ -397,6 +397,9 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--profiles", type=Path, action="append", default=[], metavar="DIR",
                      help="a folder of site profiles (*.yaml, docs/SITE_PROFILES.md) added to the shipped ones; repeatable")
     aud.add_argument("--style", choices=["chat", "email", "generic"], help="style of a persona file")
+    aud.add_argument("--catalog", type=Path, metavar="FILE",
+                     help="the catalog the sessions' sites served, for a session that neither holds its "
+                          "catalog.sqlite nor names it in meta.json (the audit never guesses it)")
     aud.add_argument("--format", choices=["json", "text"],
                      help="one session: the report as json (default) or text; --evaluate: text (default) or json")
     aud.add_argument("--no-write", action="store_true", help="one session: do not write its audit.json")
