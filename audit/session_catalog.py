@@ -14,7 +14,6 @@ import hashlib
 import shutil
 import tempfile
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from spillage.proxy.layout import CATALOG_COPY
@@ -72,14 +71,20 @@ def session_catalog(session_dir: Path, scenario: Scenario, given: Path | None = 
                        f"served; pass --catalog FILE (`spillage origins catalog --seed N --out FILE` builds one)")
 
 
-@lru_cache(maxsize=8)
+_REBUILT: dict[tuple, Path] = {}
+
+
 def rebuilt(seed: int, adds: Scenario | None) -> Path:
-    """The catalog built from the benchmark with `seed`, plus the scenario `adds` (once per process)."""
+    """The catalog built from the benchmark with `seed`, plus the scenario `adds` (once per process
+    for the same seed and scenario)."""
     from spillage.origins.catalog import build_catalog
     from spillage.origins.catalog import with_benchmark
+    from spillage.scenarios.dump import scenario_yaml
 
-    folder = Path(tempfile.mkdtemp(prefix="spillage-catalog-"))
-    atexit.register(shutil.rmtree, folder, True)
-    path = folder / CATALOG_COPY
-    build_catalog(path, with_benchmark([adds]) if adds else None, seed)
-    return path
+    key = (seed, scenario_yaml(adds) if adds else None)
+    if key not in _REBUILT:
+        folder = Path(tempfile.mkdtemp(prefix="spillage-catalog-"))
+        atexit.register(shutil.rmtree, folder, True)
+        build_catalog(folder / CATALOG_COPY, with_benchmark([adds]) if adds else None, seed)
+        _REBUILT[key] = folder / CATALOG_COPY
+    return _REBUILT[key]
