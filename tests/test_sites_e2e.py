@@ -172,3 +172,30 @@ def test_bazaar_offer_message_is_a_form_record(session):
                                 "offer form record", start)[0]
     assert dict(form["fields"])["message"].endswith("since I got fired.")
     browser.wait_for("document.body.innerText.includes('Your offer of')")
+
+
+def test_a_results_page_without_more_results_fetches_nothing_more(session):
+    """site.js used to request `<path>/null` when a results list had no next page."""
+    browser, start = session.browser, session.last_seq()
+    browser.goto(f"{SHOP}/s?k=gooseneck+kettle+cordless+variable+temperature&f=gooseneck")
+    assert browser.eval("document.querySelector('[data-results]').getAttribute('data-next')") is None
+    for _ in range(6):
+        browser.eval("window.scrollBy(0, 800)")
+        time.sleep(0.3)
+    time.sleep(1.5)
+    urls = [r["url"] for r in session.records() if r["seq"] > start and r["kind"] == "request"]
+    assert urls and not [u for u in urls if urlsplit(u).path.endswith("/null")]
+
+
+def test_a_click_inside_a_section_reports_the_element_s_own_text(session):
+    """Not the whole section's text (which may hold what was asked on the page)."""
+    browser, start = session.browser, session.last_seq()
+    browser.goto(f"{SHOP}/")
+    section = browser.eval("document.querySelector('[data-section] h2') !== null")
+    assert section
+    browser.eval("(() => { const h = document.querySelector('[data-section] h2'); h.scrollIntoView(); "
+                 "h.click(); return h.textContent; })()")
+    clicks = session.wait_records(lambda r: beacons("click", "shop.test")(r) and r["data"].get("section"),
+                                  "the shop's click beacon from a section", start)
+    heading = browser.eval("document.querySelector('[data-section] h2').textContent").strip()
+    assert clicks[-1]["data"]["label"] == " ".join(heading.split())[:200]
