@@ -33,6 +33,7 @@ AGENT_HOME = "agent-home"
 PROMPT_FILE = "prompt.txt"
 AGENT_SCENARIO = "scenario.yaml"    # the agent's own copy, in its work folder
 AGENT_CA = "ca-cert.pem"            # the CA certificate the agent trusts, in its work folder
+AGENT_OUTCOME = "outcome.json"      # why a built-in agent stopped, as its adapter reports it
 
 FOLDER_MODE = 0o700
 WRITING_MODE = 0o600

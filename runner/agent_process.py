@@ -4,11 +4,21 @@ This module imports no framework: each adapter runs in its own virtual environme
 """
 
 import argparse
+import json
 import os
 import shutil
 import sys
+from pathlib import Path
 
+from spillage.proxy.layout import AGENT_OUTCOME
 from spillage.runner.model_spec import MODEL_HELP
+
+#: Why an agent stopped. Only `finished` and `step limit` are results; the others are failures.
+STOPPED = ("finished", "step limit", "model error", "browser error", "error")
+MODEL_ERRORS = ("APIConnectionError", "APITimeoutError", "AuthenticationError", "PermissionDeniedError",
+                "NotFoundError", "RateLimitError", "APIStatusError", "InternalServerError", "BadRequestError",
+                "ModelError", "ModelProviderError", "ModelRateLimitError", "ConnectError", "ConnectTimeout",
+                "ReadTimeout", "ResponseError")
 
 # The browser is given the proxy and the CA pin explicitly; the agent's own HTTP clients (an
 # LLM endpoint) must neither go through the proxy nor trust only our CA.
@@ -40,3 +50,26 @@ def agent_arguments(prog: str, description: str, argv: list[str] | None) -> argp
     args = parser.parse_args(argv)
     strip_network_variables()
     return args
+
+
+def report_outcome(stopped: str, detail: str = "", steps: int | None = None) -> int:
+    """Say why the agent stopped: one line on stdout, and `outcome.json` in the work folder for the
+    runner (docs/AGENTS.md); the adapter's exit code, 0 when it finished, 3 otherwise."""
+    if stopped not in STOPPED:
+        raise ValueError(f"unknown outcome {stopped!r}")
+    outcome = {"stopped": stopped, "detail": " ".join(str(detail).split())[:500], "steps": steps}
+    work = os.environ.get("SPILLAGE_WORK")
+    if work:
+        (Path(work) / AGENT_OUTCOME).write_text(json.dumps(outcome) + "\n", encoding="utf-8")
+    print(f"spillage agent: {stopped}" + (f": {outcome['detail']}" if outcome["detail"] else ""), flush=True)
+    return 0 if stopped == "finished" else 3
+
+
+def is_model_error(error: BaseException) -> bool:
+    """Whether `error` came from the model endpoint (a client library's connection, status or
+    provider error), by its class or any of its causes' classes."""
+    while error is not None:
+        if {c.__name__ for c in type(error).__mro__} & set(MODEL_ERRORS):
+            return True
+        error = error.__cause__ or error.__context__
+    return False

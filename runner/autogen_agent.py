@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 from spillage.runner.agent_process import chromium_path
+from spillage.runner.agent_process import is_model_error
+from spillage.runner.agent_process import report_outcome
 from spillage.runner.agent_process import agent_arguments
 from spillage.runner.model_spec import ModelSpec
 from spillage.runner.model_spec import model_transport
@@ -92,8 +94,12 @@ async def run_agent(args) -> int:
             )
             team = RoundRobinGroupChat([surfer], max_turns=args.max_steps,
                                        termination_condition=FunctionalTermination(answered))
-            result = await team.run(task=task_text(os.environ["SPILLAGE_PROMPT"],
-                                                   os.environ.get("SPILLAGE_SYSTEM_NOTE", "")))
+            try:
+                result = await team.run(task=task_text(os.environ["SPILLAGE_PROMPT"],
+                                                       os.environ.get("SPILLAGE_SYSTEM_NOTE", "")))
+            except Exception as error:  # noqa: BLE001 - say why the run ended, then fail
+                kind = "model error" if is_model_error(error) else "error"
+                return report_outcome(kind, f"{type(error).__name__}: {error}")
         finally:
             await browser.close()
     errors = [m.content for m in result.messages if surfer_text(m) and m.content.startswith(SURFER_ERROR)]
@@ -103,7 +109,11 @@ async def run_agent(args) -> int:
     actions = sum(isinstance(m, MultiModalMessage) for m in result.messages)
     print(f"spillage agent: {actions} actions, {len(errors)} failed, done={done}, "
           f"stop={result.stop_reason!r}, result={result.messages[-1].content if done else None!r}", flush=True)
-    return 0 if done else 3
+    if done:
+        return report_outcome("finished", "", actions)
+    if "max" in str(result.stop_reason).lower() and "turn" in str(result.stop_reason).lower():
+        return report_outcome("step limit", str(result.stop_reason), actions)
+    return report_outcome("error", errors[-1] if errors else str(result.stop_reason), actions)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,7 +37,6 @@ LEDGER = "batch.jsonl"
 OUTCOMES = ("done", "failed", "timed out", "interrupted")
 SETUP_SECONDS = 180  # beyond the agent's timeout: building the catalog, starting servers, the audit
 SEAL_SECONDS = 60    # how long an interrupted child gets to stop its agent and seal its session
-STEP_LIMIT_EXIT = 3  # our framework adapters' exit code when the agent ran out of steps (a result, not a failure)
 
 
 @dataclass(frozen=True)
@@ -170,7 +169,8 @@ class Batch:
         argv = [sys.executable, "-m", "spillage.runner.cli", "--home", str(self.home), "run",
                 "--scenario", run.scenario_ref, "--agent", run.framework, "--model", run.model,
                 "--max-steps", str(m.max_steps), "--timeout", str(m.timeout), "--seed", str(m.seed),
-                "--prompt", c.prompt, "--runs-dir", str(self.sessions), "--session-name", run.key]
+                "--prompt", c.prompt, "--runs-dir", str(self.sessions), "--session-name", run.key,
+                "--no-preflight"]  # checked once for the whole batch
         if Path(run.scenario_ref).is_file():
             argv += ["--style", run.scenario.style]
         if c.system_note:
@@ -282,11 +282,16 @@ def classify(session: Path, exit_code: int | None, audited: bool, interrupted: b
         return "failed", f"evidence {evidence}: {detail}" if evidence else f"capture damaged: {detail}"
     if status != "completed":
         return "failed", f"agent {status}: {meta.get('status_detail', '')}".rstrip(": ")
-    if meta.get("agent_exit") not in (0, STEP_LIMIT_EXIT):
-        return "failed", f"agent exited {meta.get('agent_exit')}"
+    reported = meta.get("agent_outcome") if isinstance(meta.get("agent_outcome"), dict) else {}
+    stopped, detail = reported.get("stopped"), reported.get("detail") or ""
+    if stopped not in (None, "finished", "step limit"):
+        return "failed", f"{stopped}: {detail}".rstrip(": ")
+    if meta.get("agent_exit") != 0 and stopped != "step limit":
+        why = f"; its last error line: {meta['agent_last_error']}" if meta.get("agent_last_error") else ""
+        return "failed", f"agent exited {meta.get('agent_exit')}{why}"
     if audited and not (session / REPORT_NAME).exists():
         return "failed", f"audit failed: {last_line(log)}"
-    return "done", "" if meta.get("agent_exit") == 0 else "the agent reached its step limit"
+    return "done", "the agent reached its step limit" if stopped == "step limit" else ""
 
 
 def last_line(log: Path) -> str:

@@ -11,8 +11,10 @@ import os
 import sys
 from pathlib import Path
 
-from spillage.runner.agent_process import chromium_path
 from spillage.runner.agent_process import agent_arguments
+from spillage.runner.agent_process import chromium_path
+from spillage.runner.agent_process import is_model_error
+from spillage.runner.agent_process import report_outcome
 from spillage.runner.model_spec import parse_model
 from spillage.runner.models import build_model
 from spillage.scenarios.loader import load_scenario
@@ -28,6 +30,7 @@ async def run_agent(args) -> int:
 
     scenario = load_scenario(Path(os.environ["SPILLAGE_SCENARIO_FILE"]))
     llm = build_model(parse_model(args.model, args.base_url), scenario)
+    model_failures = watch_model(llm)
     home = Path(os.environ["HOME"])
     profile = BrowserProfile(
         executable_path=chromium_path(),
@@ -50,9 +53,35 @@ async def run_agent(args) -> int:
         file_system_path=str(home / "agent-files"),
     )
     history = await agent.run(max_steps=args.max_steps)
-    print(f"spillage agent: {len(history.history)} steps, done={history.is_done()}, "
+    steps = len(history.history)
+    print(f"spillage agent: {steps} steps, done={history.is_done()}, "
           f"successful={history.is_successful()}, result={history.final_result()!r}", flush=True)
-    return 0 if history.is_done() else 3
+    if history.is_done():
+        return report_outcome("finished", f"successful={history.is_successful()}", steps)
+    if model_failures:
+        return report_outcome("model error", model_failures[-1], steps)
+    if steps >= args.max_steps:
+        return report_outcome("step limit", f"{args.max_steps} steps", steps)
+    errors = [e for e in history.errors() if e]
+    if agent.state.stopped and errors:
+        return report_outcome("browser error", errors[-1], steps)
+    return report_outcome("error", errors[-1] if errors else "stopped without finishing", steps)
+
+
+def watch_model(llm) -> list[str]:
+    """The errors the model's calls raise, collected as they happen (`ainvoke` is wrapped)."""
+    failures: list[str] = []
+    call = llm.ainvoke
+
+    async def watched(*args, **kwargs):
+        try:
+            return await call(*args, **kwargs)
+        except Exception as error:
+            if is_model_error(error):
+                failures.append(f"{type(error).__name__}: {error}")
+            raise
+    object.__setattr__(llm, "ainvoke", watched)
+    return failures
 
 
 def main(argv: list[str] | None = None) -> int:

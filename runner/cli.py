@@ -41,10 +41,18 @@ def cmd_run(args) -> int:
         agent = AgentSpec.command(command)
     else:
         try:
-            parse_model(args.model, args.base_url)  # fail here, not inside the child
+            spec = parse_model(args.model, args.base_url)  # fail here, not inside the child
         except ModelSpecError as e:
             progress(str(e))
             return 2
+        if not args.no_preflight:
+            from spillage.runner.preflight import PreflightError
+            from spillage.runner.preflight import preflight
+            try:
+                preflight(spec)
+            except PreflightError as e:
+                progress(f"{e} (checked before starting; --no-preflight skips the check)")
+                return 3
         make = AgentSpec.autogen if args.agent == "autogen" else AgentSpec.browser_use
         agent = make(args.model, args.max_steps, args.base_url)
     condition = Condition(args.prompt, args.system_note)
@@ -91,6 +99,7 @@ def agent_user(name: str | None, program: str, runs_dir: Path):
 
 
 def cmd_batch(args) -> int:
+    from spillage.runner.model_spec import parse_model
     from spillage.runner.batch import Batch
     from spillage.runner.matrix import MatrixError
     from spillage.runner.matrix import load_matrix
@@ -105,6 +114,15 @@ def cmd_batch(args) -> int:
             print(run.key)
         return 0
     runs_dir = args.runs_dir or DEFAULT_RUNS / matrix.name
+    if not args.no_preflight:
+        from spillage.runner.preflight import PreflightError
+        from spillage.runner.preflight import preflight
+        try:
+            for spec in sorted({(r.model, None) for r in matrix.runs}):
+                preflight(parse_model(*spec))
+        except PreflightError as e:
+            progress(f"{e} (checked before starting the batch; --no-preflight skips the check)")
+            return 3
     batch = Batch(matrix, runs_dir, spillage_home(args), args.jobs, args.retry_failed, not args.no_audit,
                   progress, bar=args.progress or sys.stderr.isatty())
     batch.run()
@@ -303,6 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the persona-rich prompt (default) or the scenario's sanitized_prompt (paper §5.4)")
     run.add_argument("--system-note", default="", metavar="TEXT",
                      help="text added to the agent's system prompt, a prompt-level mitigation (paper §5.4)")
+    run.add_argument("--no-preflight", action="store_true",
+                     help="do not check the model endpoint before starting (it must answer within seconds)")
     run.add_argument("--model-via-proxy", action="store_true",
                      help="send the agent's model calls through the proxy too: captured, and the model "
                           "provider shows as an observer of its own (default: direct, not captured)")
@@ -325,6 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--no-audit", action="store_true", help="do not audit each session when it ends")
     batch.add_argument("--dry-run", action="store_true", help="list the runs (their session names) and stop")
     batch.add_argument("--progress", action="store_true", help="a progress bar even when stderr is no terminal")
+    batch.add_argument("--no-preflight", action="store_true",
+                       help="do not check the matrix's model endpoints before starting")
     batch.set_defaults(func=cmd_batch)
 
     proxy = sub.add_parser("proxy", help="the capturing proxy").add_subparsers(dest="proxy_cmd", required=True)

@@ -1,7 +1,9 @@
 """One session: a scenario, an agent behind the proxy, a sealed capture log and meta.json."""
 
 import contextlib
+import dataclasses
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from spillage.origins.catalog import with_benchmark
 from spillage.proxy.capturelog import utc_timestamp
+from spillage.proxy.layout import AGENT_OUTCOME
 from spillage.proxy.layout import AGENT_STDERR
 from spillage.proxy.layout import AGENT_STDOUT
 from spillage.proxy.layout import CATALOG_COPY
@@ -27,6 +30,7 @@ from spillage.proxy.version import SPILLAGE_VERSION
 from spillage.runner.agent_env import AgentHome
 from spillage.runner.agent_env import agent_environment
 from spillage.runner.agent_env import hand_over
+from spillage.runner.agent_process import STOPPED
 from spillage.runner.agent_user import AgentUser
 from spillage.runner.children import ChildError
 from spillage.runner.children import dies_with_parent
@@ -83,16 +87,47 @@ class AgentSpec:
 
 @dataclass(frozen=True)
 class AgentOutcome:
-    """How the agent process ended."""
+    """How the agent process ended, and why it stopped as its adapter reported (`reported`:
+    {stopped, detail, steps}, runner/agent_process.py), or the last line it wrote to stderr."""
 
     exit_code: int | None
     status: str          # completed, timed out, interrupted, failed to start
     detail: str = ""
+    reported: dict | None = None
+    last_error: str = ""
 
     def describe(self, seconds: float) -> str:
-        if self.status == "completed":
-            return f"agent exited {self.exit_code} after {seconds:.1f} s"
-        return f"agent {self.status} after {seconds:.1f} s" + (f": {self.detail}" if self.detail else "")
+        if self.status != "completed":
+            return f"agent {self.status} after {seconds:.1f} s" + (f": {self.detail}" if self.detail else "")
+        said = ""
+        if self.reported:
+            said = f": {self.reported['stopped']}" + (f": {self.reported['detail']}" if self.reported["detail"] else "")
+        elif self.exit_code and self.last_error:
+            said = f"; its last error line: {self.last_error}"
+        return f"agent exited {self.exit_code} after {seconds:.1f} s{said}"
+
+
+def read_outcome(work: Path) -> dict | None:
+    """What a built-in agent reported of why it stopped (outcome.json in its work folder), if well formed."""
+    try:
+        reported = json.loads((work / AGENT_OUTCOME).read_text(encoding="utf-8")[:4096])
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(reported, dict) or reported.get("stopped") not in STOPPED:
+        return None
+    return {"stopped": reported["stopped"], "detail": str(reported.get("detail") or "")[:500],
+            "steps": reported.get("steps") if isinstance(reported.get("steps"), int) else None}
+
+
+def last_error_line(path: Path) -> str:
+    """The last non-blank line of an agent's stderr (its last 64 KiB), on one line."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 65536))
+            lines = f.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " ".join(lines[-1].split())[:300] if lines else ""
 
 
 @dataclass(frozen=True)
@@ -219,6 +254,8 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
                 began = time.monotonic()
                 outcome = run_agent(agent, env, work, timeout, log, user)
                 took = time.monotonic() - began
+                outcome = dataclasses.replace(outcome, reported=read_outcome(work),
+                                              last_error=last_error_line(work / AGENT_STDERR))
             log(outcome.describe(took))
     except KeyboardInterrupt:
         log("interrupted; sealing the session")
@@ -249,6 +286,10 @@ def finish_meta(session_dir: Path, meta: dict, stack: Stack, outcome: AgentOutco
     })
     if outcome.detail:
         meta["status_detail"] = outcome.detail
+    if outcome.reported:
+        meta["agent_outcome"] = outcome.reported
+    if outcome.last_error:
+        meta["agent_last_error"] = outcome.last_error
     if settlement is None:  # the servers never started
         meta["evidence"] = "none"
         write_meta(session_dir, meta)

@@ -49,8 +49,12 @@ def meta(tmp_path: Path, **fields) -> Path:
 
 @pytest.mark.parametrize("fields, outcome, reason", [
     ({}, "done", ""),
-    ({"agent_exit": 3}, "done", "the agent reached its step limit"),
-    ({"agent_exit": 1}, "failed", "agent exited 1"),
+    ({"agent_exit": 3, "agent_outcome": {"stopped": "step limit", "detail": "50 steps", "steps": 50}}, "done",
+     "the agent reached its step limit"),
+    ({"agent_exit": 3, "agent_outcome": {"stopped": "model error", "detail": "APIConnectionError: Connection error.",
+                                         "steps": 3}}, "failed", "model error: APIConnectionError: Connection error."),
+    ({"agent_exit": 3}, "failed", "agent exited 3"),  # an exit 3 is no step limit unless the agent says so
+    ({"agent_exit": 1, "agent_last_error": "KeyError: 'x'"}, "failed", "agent exited 1; its last error line: KeyError: 'x'"),
     ({"status": "timed out", "status_detail": "stopped after 300 s"}, "timed out", "stopped after 300 s"),
     ({"status": "failed to start", "status_detail": "python: not found"}, "failed",
      "agent failed to start: python: not found"),
