@@ -2,6 +2,7 @@
 
 import json
 import os
+import sqlite3
 import tempfile
 from collections import Counter
 from itertools import islice
@@ -37,7 +38,12 @@ SCHEMA_PATH = Path(__file__).with_name("audit.schema.json")
 
 
 class AuditError(RuntimeError):
-    """The session cannot be audited (no log, unverified log, no scenario, a malformed record)."""
+    """The session cannot be audited (no log, unverified log, no scenario, a malformed record);
+    `status` is the command's exit status: 1 when the evidence does not verify, else 2 (bad input)."""
+
+    def __init__(self, message: str, status: int = 2):
+        super().__init__(message)
+        self.status = status
 
 
 def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unverified: bool = False,
@@ -57,14 +63,17 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
         seq = f" seq {check.seq}:" if check.seq is not None else ""
         raise AuditError(f"{session_dir / LOG_NAME}{where}:{seq} capture log fails verification "
                          f"({check.damage}: {check.message}); use --allow-unverified to audit "
-                         f"the records before the damage")
+                         f"the records before the damage", status=1)
     scenario = scenario or session_scenario(session_dir)
     judge = make_judge(judge) if isinstance(judge, str) else judge
     try:
         served = session_catalog(session_dir, scenario, catalog)
     except CatalogError as e:
         raise AuditError(str(e)) from None
-    profiles = site_profiles(served.path, profile_dirs, benchmark=False)
+    try:
+        profiles = site_profiles(served.path, profile_dirs, benchmark=False)
+    except sqlite3.Error as e:
+        raise AuditError(f"{served.path}: not a catalog of our sites ({e})") from None
     builder = ActionBuilder(profiles, session_dir)
     model_calls = ModelTraffic(session_dir)
     audited, line = 0, None

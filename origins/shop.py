@@ -34,6 +34,7 @@ PER_PAGE = 24
 MAX_PAGE = 10_000
 MAX_ID = 2**62
 MAX_QUERY = 8192
+MAX_FACETS = 20             # filters a listing takes at once
 MAX_KEYWORD = 200
 MAX_QUESTION = 1000
 CAROUSEL_SIZE = 10
@@ -199,8 +200,9 @@ class Listing:
         return href(self.path, replace(self, **{"page": 1, **changes}).params())
 
 
-def read_listing(req, path: str, category: str | None) -> Listing:
-    """The listing parameters of the request; 400 for a bad sort, page or too long a query."""
+def read_listing(req, catalog: Catalog, path: str, category: str | None) -> Listing:
+    """The listing parameters of the request; 400 for a bad sort, page, too long a query, too many
+    filters or one the site does not have."""
     query = req.get_param("k", default="") if path == "/s" else ""
     if len(query) > MAX_QUERY:
         raise falcon.HTTPBadRequest(description=f"Search terms are limited to {MAX_QUERY:,} characters.")
@@ -208,6 +210,11 @@ def read_listing(req, path: str, category: str | None) -> Listing:
     if sort not in SORTS:
         raise falcon.HTTPBadRequest(description=f"sort must be one of: {', '.join(SORTS)}.")
     facets = tuple(dict.fromkeys(slug for slug in req.get_param_as_list("f", default=[]) if slug))
+    if len(facets) > MAX_FACETS:
+        raise falcon.HTTPBadRequest(description=f"At most {MAX_FACETS} filters at a time.")
+    for slug in facets:
+        if catalog.facet(SITE, slug) is None:
+            raise falcon.HTTPBadRequest(description=f"There is no filter {slug!r}.")
     page = whole_number({"page": req.get_param("page")}, "page", 1, MAX_PAGE, default=1)
     return Listing(path, query, category, facets, sort, page)
 
@@ -296,7 +303,7 @@ class Search(SiteResource):
         category = self.catalog.category(SITE, slug) if slug else None
         if slug and category is None:
             raise falcon.HTTPBadRequest(description="i must be one of the store's departments.")
-        listing = read_listing(req, "/s", slug)
+        listing = read_listing(req, self.catalog, "/s", slug)
         if listing.query.strip():
             heading = f'Results for "{listing.query}"'
         else:
@@ -311,7 +318,7 @@ class Department(SiteResource):
         found = self.catalog.category(SITE, category)
         if found is None:
             raise falcon.HTTPNotFound(description=f"There is no department {category!r}.")
-        listing = read_listing(req, f"/c/{category}", category)
+        listing = read_listing(req, self.catalog, f"/c/{category}", category)
         results_page(self.catalog, self.layout, resp, listing, found.label)
 
 

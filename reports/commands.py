@@ -8,11 +8,7 @@ from spillage.reports.sessions import DEFAULT_KEYS
 from spillage.reports.sessions import KEYS
 from spillage.reports.stats import DEFAULT_SEED
 from spillage.reports.stats import RESAMPLES
-
-
-def fail(message: str) -> int:
-    print(f"spillage: {message}", file=sys.stderr)
-    return 2
+from spillage.runner.console import fail
 
 
 def grouping_keys(text: str) -> tuple[str, ...]:
@@ -57,7 +53,9 @@ def cmd_inspect(args) -> int:
         print(args.html)
     else:
         print(timeline_text(timeline, colour=sys.stdout.isatty()))
-    return 0 if timeline.check.ok else 1
+    if not timeline.check.ok:
+        return fail(f"the capture does not verify: {timeline.check.summary()}", 1)
+    return 0
 
 
 def add_commands(sub) -> None:

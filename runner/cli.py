@@ -6,24 +6,18 @@ import os
 import sys
 from pathlib import Path
 
+from spillage.runner.console import AGENT_FAILED
+from spillage.runner.console import BAD_INPUT
+from spillage.runner.console import DEFAULT_RUNS
+from spillage.runner.console import INTERNAL
+from spillage.runner.console import INTERRUPTED
+from spillage.runner.console import progress
+from spillage.runner.console import spillage_home
 from spillage.runner.model_spec import MODEL_HELP
-
-DEFAULT_RUNS = Path("runs")
-KEY_HELP = ("pin the long-term key that must have certified the session: a fingerprint (ed25519:…), a "
-            "base64 public key, or a PEM file (`spillage key` prints this machine's)")
-DEFAULT_HOME = Path(".spillage")
-
-
-def progress(message: str) -> None:
-    """Progress goes to stderr, so stdout stays for results."""
-    print(f"spillage: {message}", file=sys.stderr, flush=True)
-
-
-def spillage_home(args) -> Path:
-    return Path(args.home or os.environ.get("SPILLAGE_HOME") or DEFAULT_HOME).resolve()
 
 
 def cmd_run(args) -> int:
+    from spillage.audit.session_audit import AuditError
     from spillage.audit.session_audit import audit_session
     from spillage.audit.session_audit import summary_text
     from spillage.audit.session_audit import write_report
@@ -76,7 +70,11 @@ def cmd_run(args) -> int:
                  "says why")
         return 1
     if args.audit:
-        report = audit_session(result.session_dir)
+        try:
+            report = audit_session(result.session_dir)
+        except AuditError as e:
+            progress(f"the audit failed: {e}")
+            return e.status
         write_report(result.session_dir, report)
         print(summary_text(report), file=sys.stderr)
     if result.agent.status == "interrupted":
@@ -228,7 +226,7 @@ def cmd_audit(args) -> int:
             return 0
     except (AuditError, JudgeError, ValueError) as e:
         progress(str(e))
-        return 2 if isinstance(e, ValueError) else 1
+        return e.status if isinstance(e, AuditError) else BAD_INPUT
     outcomes = audit_many(sessions, args.judge, options, args.jobs, args.allow_unverified, scenario,
                           bar=sys.stderr.isatty() or args.progress, profile_dirs=args.profiles, catalog=args.catalog)
     for o in outcomes:
@@ -298,9 +296,37 @@ def cmd_scenarios_import(args) -> int:
                        + (["--style", args.style] if args.style else []))
 
 
+def positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return value
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 (any free one) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port number (0 to 65535)")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="spillage", description="Capture and audit what web agents reveal about their users.")
-    parser.add_argument("--home", help="folder for the CA and other state (default $SPILLAGE_HOME or ./.spillage)")
+    parser = argparse.ArgumentParser(
+        prog="spillage", description="Capture and audit what web agents reveal about their users.",
+        epilog="exit status: 0 done; 1 the evidence does not verify, or the sessions differ; 2 bad input "
+               "or usage; 3 the agent failed; 70 an error of ours (the traceback is saved); 130 interrupted",
+    )
+    parser.add_argument("--version", action="version", version=f"spillage {version_text()}")
+    parser.add_argument("--home", help="folder for the CA, the signing key and other state "
+                                       "(default $SPILLAGE_HOME or ./.spillage)")
     sub = parser.add_subparsers(dest="cmd", required=True)
 
     run = sub.add_parser("run", help="run an agent on a scenario behind the capturing proxy",
@@ -340,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "audit it, and record the outcome; running it again resumes.")
     batch.add_argument("matrix", type=Path, help="the matrix YAML (see matrices/)")
     batch.add_argument("--runs-dir", type=Path, help="the batch folder (default runs/<matrix name>)")
-    batch.add_argument("--jobs", type=int, default=1, help="sessions at a time (default 1); each has its own proxy")
+    batch.add_argument("--jobs", type=positive, default=1, help="sessions at a time (default 1); each has its own proxy")
     batch.add_argument("--retry-failed", action="store_true", help="run again the cells that failed or timed out")
     batch.add_argument("--no-audit", action="store_true", help="do not audit each session when it ends")
     batch.add_argument("--dry-run", action="store_true", help="list the runs (their session names) and stop")
@@ -351,7 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     proxy = sub.add_parser("proxy", help="the capturing proxy").add_subparsers(dest="proxy_cmd", required=True)
     start = proxy.add_parser("start", help="run origins and the proxy in the foreground, capturing into a new session")
-    start.add_argument("--port", type=int, default=8080)
+    start.add_argument("--port", type=port_number, default=8080)
     start.add_argument("--scenario", help="the scenario (file or id) the agent works on: the session keeps its "
                                           "copy, so audit, report and inspect take it as it is")
     start.add_argument("--style", choices=["chat", "email", "generic"], help="which style of a persona file")
@@ -361,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     origins = sub.add_parser("origins", help="our local sites").add_subparsers(dest="origins_cmd", required=True)
     serve = origins.add_parser("serve", help="serve shop.test, bazaar.test and metrics.test on loopback")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=port_number, default=8000)
     serve.add_argument("--catalog", type=Path, help="write the SQLite catalog here (default: a temporary file)")
     serve.add_argument("--seed", type=int, default=0, help="catalog seed (default 0)")
     serve.set_defaults(func=cmd_origins_serve)
@@ -396,6 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the prompts' style (default: from the file's name, else from each prompt)")
     imp.set_defaults(func=cmd_scenarios_import)
 
+    from spillage.runner.evidence_commands import KEY_HELP
     ver = sub.add_parser("verify", help="check a session's capture log: chain, signed checkpoints, seal",
                          description="Check a session's capture log (docs/CAPTURE_FORMAT.md) and what its "
                                      "signatures prove (docs/EVIDENCE.md). Exit 0 when clean, 1 when damaged, "
@@ -414,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--judge-url", help="llm judge: base URL of an OpenAI-compatible API (…/v1)")
     aud.add_argument("--judge-model", help="llm judge: the model name")
     aud.add_argument("--judge-threshold", type=float, help="embedding judge: similarity threshold")
-    aud.add_argument("--jobs", type=int, default=1, help="worker processes for many sessions (default 1)")
+    aud.add_argument("--jobs", type=positive, default=1, help="worker processes for many sessions (default 1)")
     aud.add_argument("--scenario", help="scenario file or id (default: each session's copy)")
     aud.add_argument("--profiles", type=Path, action="append", default=[], metavar="DIR",
                      help="a folder of site profiles (*.yaml, docs/SITE_PROFILES.md) added to the shipped ones; repeatable")
@@ -442,6 +469,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; every error ends as one line on stderr and a status of runner/console.py."""
+    from spillage.origins.grammar import ProfileError
     from spillage.proxy.capturelog import CaptureError
     from spillage.runner.children import ChildError
     from spillage.scenarios.loader import ScenarioError
@@ -449,11 +478,46 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ScenarioError, CaptureError, ChildError) as e:
+    except (ScenarioError, CaptureError, ProfileError, ChildError) as e:
         progress(str(e))
-        return 2
+        return BAD_INPUT if not isinstance(e, ChildError) else AGENT_FAILED
+    except (RecursionError, MemoryError) as e:
+        progress(f"the input is nested too deeply or too large to read ({type(e).__name__})")
+        return BAD_INPUT
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED
+    except BrokenPipeError:  # `spillage diff A B | head -1`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as e:  # noqa: BLE001 - the one boundary: a bug of ours, said once, kept whole
+        return internal_error(e)
+
+
+def internal_error(error: BaseException) -> int:
+    """One line naming the error and the file its traceback was saved to; status 70."""
+    import tempfile
+    import traceback
+
+    fd, path = tempfile.mkstemp(prefix="spillage-crash-", suffix=".txt")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(f"spillage {version_text()}\n{' '.join(sys.argv)}\n\n")
+        traceback.print_exception(error, file=f)
+    progress(f"internal error: {type(error).__name__}: {error} (a bug; the traceback is in {path})")
+    return INTERNAL
+
+
+def version_text() -> str:
+    """`spillage --version`: ours and mitmproxy's."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version
+
+    from spillage.proxy.version import SPILLAGE_VERSION
+
+    try:
+        mitmproxy = version("mitmproxy")
+    except PackageNotFoundError:
+        mitmproxy = "not installed"
+    return f"{SPILLAGE_VERSION} (mitmproxy {mitmproxy}, Python {sys.version.split()[0]})"
 
 
 if __name__ == "__main__":

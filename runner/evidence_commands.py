@@ -5,13 +5,11 @@ import json
 import sys
 from pathlib import Path
 
-from spillage.runner.cli import progress
+from spillage.runner.console import DAMAGED
+from spillage.runner.console import fail
 
-
-def fail(message: str, status: int = 1) -> int:
-    """`message` as the command's one line on stderr; `status`."""
-    progress(message)
-    return status
+KEY_HELP = ("pin the long-term key that must have certified the session: a fingerprint (ed25519:…), a "
+            "base64 public key, or a PEM file (`spillage key` prints this machine's)")
 
 
 def cmd_seal(args) -> int:
@@ -24,7 +22,7 @@ def cmd_seal(args) -> int:
     from spillage.proxy.signing import Signer
     from spillage.proxy.signing import load_or_create_key
     from spillage.proxy.verify import verify
-    from spillage.runner.cli import spillage_home
+    from spillage.runner.console import spillage_home
 
     session = Path(args.session)
     if not (session / LOG_NAME).is_file():
@@ -34,7 +32,7 @@ def cmd_seal(args) -> int:
                               args.reason)
         meta = read_meta(session)
     except (SealError, ValueError) as e:
-        return fail(str(e))
+        return fail(str(e), DAMAGED)
     result = verify(session)
     if meta is not None:
         meta.update({"evidence": "sealed after crash", "capture_damage": result.summary(),
@@ -61,7 +59,7 @@ def cmd_prove(args) -> int:
         else:
             proof = prove_inclusion(session, args.seq, key=args.key)
     except ProofError as e:
-        return fail(str(e))
+        return fail(str(e), DAMAGED)
     except SigningKeyError as e:
         return fail(str(e), 2)
     text = json.dumps(proof, indent=1, ensure_ascii=False) + "\n"
@@ -97,7 +95,7 @@ def cmd_key(args) -> int:
     from spillage.proxy.signing import load_or_create_key
     from spillage.proxy.signing import public_pem
     from spillage.proxy.signing import raw_public
-    from spillage.runner.cli import spillage_home
+    from spillage.runner.console import spillage_home
 
     home = spillage_home(args)
     public = raw_public(load_or_create_key(home))
@@ -109,8 +107,6 @@ def cmd_key(args) -> int:
 
 def add_commands(sub) -> None:
     """Add `seal`, `prove`, `verify-proof` and `key` to the `spillage` parser's subparsers `sub`."""
-    from spillage.runner.cli import KEY_HELP
-
     seal = sub.add_parser(
         "seal", help="seal a log whose proxy died before it could",
         description="Seal the capture log of a session whose proxy crashed: a torn last line is moved to "

@@ -90,11 +90,20 @@ class Matrix:
     model_via_proxy: bool
 
 
+MAX_RUNS = 100_000          # a matrix of more cells is a mistake (the paper's is 1,080)
+MAX_MATRIX_BYTES = 1024 * 1024
+
+
 def load_matrix(path: Path) -> Matrix:
     """Read and check a matrix file; every scenario, model and condition is checked before anything runs."""
     try:
-        node = yaml.compose(path.read_text(encoding="utf-8"))
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if path.stat().st_size > MAX_MATRIX_BYTES:
+            raise MatrixError(path, "", f"larger than {MAX_MATRIX_BYTES // 1024} KiB: not a matrix file")
+        text = path.read_text(encoding="utf-8")
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except RecursionError:
+        raise MatrixError(path, "", "not valid YAML: nested too deeply") from None
     except OSError as e:
         raise MatrixError(path, "", e.strerror or str(e)) from None
     except UnicodeDecodeError as e:
@@ -110,6 +119,9 @@ def load_matrix(path: Path) -> Matrix:
     unknown = sorted(set(data) - KEYS)
     if unknown:
         raise fields.error(unknown[0], f"unknown key; expected one of {', '.join(sorted(KEYS))}")
+    name = str(data.get("name") or path.stem)
+    if not re.fullmatch(r"[A-Za-z0-9_.]+(-[A-Za-z0-9_.]+)*", name) or set(name) == {"."}:
+        raise fields.error("name", f"{name!r}: use letters, digits, '.', '_' and single '-' (it names a folder)")
     scenarios = fields.scenarios()
     frameworks = fields.strings("frameworks", FRAMEWORKS)
     models = fields.strings("models")
@@ -120,13 +132,16 @@ def load_matrix(path: Path) -> Matrix:
             raise fields.error(f"models[{i}]", str(e)) from None
     conditions = fields.conditions(scenarios)
     repeats = fields.number("repeats", 1, minimum=1)
+    cells = len(scenarios) * len(frameworks) * len(models) * len(conditions) * repeats
+    if cells > MAX_RUNS:
+        raise fields.error("repeats", f"the matrix makes {cells:,} runs; more than {MAX_RUNS:,} is refused")
     runs = [RunSpec(s, ref, f, m, c, r) for (s, ref), f, m, c, r in
             itertools.product(scenarios, frameworks, models, conditions, range(1, repeats + 1))]
     keys = [run.key for run in runs]
     if len(set(keys)) != len(keys):
         twice = next(k for k in keys if keys.count(k) > 1)
         raise fields.error("", f"two runs would share the name {twice}: give conditions distinct names")
-    return Matrix(name=str(data.get("name") or path.stem), file=path, runs=runs,
+    return Matrix(name=name, file=path, runs=runs,
                   max_steps=fields.number("max_steps", 50, minimum=1),
                   timeout=float(fields.number("timeout", 300, minimum=1)),
                   seed=fields.number("seed", 0), model_via_proxy=fields.flag("model_via_proxy"))

@@ -7,8 +7,8 @@ from spillage.proxy.layout import LOG_NAME
 
 
 def cmd_replay(args) -> int:
-    from spillage.runner.cli import progress
-    from spillage.runner.cli import spillage_home
+    from spillage.runner.console import progress
+    from spillage.runner.console import spillage_home
     from spillage.runner.replay import ReplayError
     from spillage.runner.replay import replay_session
 
@@ -28,7 +28,7 @@ def cmd_diff(args) -> int:
     from spillage.audit.diff import DiffError
     from spillage.audit.diff import diff_sessions
     from spillage.audit.diff import diff_text
-    from spillage.runner.cli import progress
+    from spillage.runner.console import progress
 
     for session in (args.a, args.b):
         if not (session / LOG_NAME).is_file():
@@ -45,7 +45,7 @@ def cmd_diff(args) -> int:
 
 def add_commands(sub) -> None:
     """Add `replay` and `diff` to the `spillage` parser's subparsers `sub`."""
-    from spillage.runner.cli import DEFAULT_RUNS
+    from spillage.runner.console import DEFAULT_RUNS
 
     replay = sub.add_parser("replay", help="re-send a session's recorded requests to fresh origins, into a new session",
                             description="Re-send the agent's recorded requests of SESSION, in order, through a "

@@ -143,8 +143,13 @@ def _success(f: _Fields) -> Success:
                    max_price=s.number("max_price"), condition=s.texts("condition"))
 
 
+MAX_SCENARIO_BYTES = 1024 * 1024  # a persona file is a few KB; nothing bigger is read
+
+
 def _compose(path: Path) -> yaml.Node:
     try:
+        if path.stat().st_size > MAX_SCENARIO_BYTES:
+            raise ScenarioError(path, None, "", f"larger than {MAX_SCENARIO_BYTES // 1024} KiB: not a scenario file")
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:
         raise ScenarioError(path, None, "", f"not UTF-8 text (byte {e.start})") from e
@@ -152,6 +157,8 @@ def _compose(path: Path) -> yaml.Node:
         raise ScenarioError(path, None, "", f"cannot read: {e.strerror or e}") from e
     try:
         root = yaml.compose(text)
+    except RecursionError:
+        raise ScenarioError(path, None, "", "not valid YAML: nested too deeply") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or str(e)

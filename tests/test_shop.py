@@ -564,9 +564,11 @@ def test_any_unicode_and_long_queries_work(browser, query):
 
 def test_query_is_html_escaped_everywhere(browser):
     query = '<script>alert("x")</script>'
-    result = browser.get("/s", k=query, f='"><script>x</script>')
+    refused = browser.get("/s", k="kettle", f='"><script>x</script>')
+    assert refused.status_code == 400 and "<script>x" not in refused.text  # no such filter, said safely
+    result = browser.get("/s", k=query)
     assert result.status_code == 200
-    assert "<script>alert" not in result.text and "<script>x" not in result.text
+    assert "<script>alert" not in result.text
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in result.text
     assert result.text.count("<script") == 2  # the tracker and the site's script
     assert Page(result.text).one("input", type="search")["value"] == query
@@ -574,6 +576,12 @@ def test_query_is_html_escaped_everywhere(browser):
 
 ODD = ["", " ", "0", "-1", "1.5", "1e3", "٣", "²", "9" * 30, "9" * 5000, "%", "%ZZ", "%00", "%ED%A0%80", "%FF%FE",
        "a&b", "<x>", "'\"", "kettle", "kosher-kitchen", "price-asc", "10001", "304000000001", "Wish list"]
+
+
+def test_unknown_or_too_many_filters_are_refused_quickly(browser):
+    assert browser.get("/s", k="kettle", f="no-such-filter").status_code == 400
+    many = browser.get("/s", k="kettle", f=[f"x{i}" for i in range(2000)])
+    assert many.status_code == 400 and len(many.text) < 100_000 and "At most 20 filters" in many.text
 
 
 def test_odd_parameter_values_never_cause_a_server_error(app, kettle):

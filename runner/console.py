@@ -1,0 +1,35 @@
+"""What every `spillage` command shares: its exit statuses, its one line on stderr, its spillage home.
+
+| status | meaning |
+|---|---|
+| 0 | done |
+| 1 | the evidence does not verify (damaged, tampered, sealed after a crash), or two sessions differ |
+| 2 | bad input or usage: one line naming the file and the place |
+| 3 | the agent failed: it could not start, stopped on an error, timed out, or its model does not answer |
+| 70 | an error of ours (a bug): one line, and the traceback saved to a file named in it |
+| 130 | interrupted (Ctrl-C) |
+"""
+
+import os
+import sys
+from pathlib import Path
+
+OK, DAMAGED, BAD_INPUT, AGENT_FAILED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 70, 130
+DEFAULT_HOME = Path(".spillage")
+DEFAULT_RUNS = Path("runs")
+
+
+def progress(message: str) -> None:
+    """Progress and problems go to stderr, one line each, so stdout stays for results."""
+    print(f"spillage: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
+
+
+def fail(message: str, status: int = BAD_INPUT) -> int:
+    """Say `message` as the command's one line on stderr; `status`."""
+    progress(message)
+    return status
+
+
+def spillage_home(args) -> Path:
+    """The folder of the CA, the signing key and other state: --home, $SPILLAGE_HOME or ./.spillage."""
+    return Path(getattr(args, "home", None) or os.environ.get("SPILLAGE_HOME") or DEFAULT_HOME).resolve()
