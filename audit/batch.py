@@ -1,5 +1,6 @@
 """Audit many sessions at once: find them, audit each in a worker process, write each audit.json."""
 
+import multiprocessing
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -12,8 +13,6 @@ from spillage.audit.session_audit import audit_session
 from spillage.audit.session_audit import write_report
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import sessions_below
-
-BAR = 24
 
 
 @dataclass
@@ -58,13 +57,29 @@ def audit_one(session: Path, judge: str, judge_options: dict, allow_unverified: 
 
 
 class ProgressBar:
-    """`[#####-----] 12/40 sessions, 3 s, ETA 6 s` on stderr, redrawn in place; `what` names the work.
-    With `redraw=False` (a log file, CI) each step is a line of its own: `[12/40] note; 3 s, ETA 6 s`."""
+    """Progress of `total` steps of `what`, counted in `unit`, on `stream` (stderr as it is when made).
 
-    def __init__(self, total: int, stream=None, what: str = "audit", unit: str = "sessions", redraw: bool = True):
-        self.total, self.done, self.stream = total, 0, stream or sys.stderr  # stderr as it is now, not at import
-        self.what, self.unit, self.redraw = what, unit, redraw
+    On a terminal (when `terminal`): a rich bar redrawn in place, `spillage: audit ━━━━━━ 12/40 sessions
+    0:00:03 ETA 0:00:06 note`. On anything else (a log file, CI), when `lines` (asked for with
+    --progress): one plain line per step, `spillage: audit [12/40 sessions] note; 3 s, ETA 6 s`.
+    Otherwise nothing. Use it in a `with` block, which ends the bar (and gives the cursor back)."""
+
+    def __init__(self, total: int, stream=None, what: str = "audit", unit: str = "sessions",
+                 terminal: bool = True, lines: bool = False):
+        self.total, self.done, self.stream = total, 0, stream or sys.stderr
+        self.what, self.unit = what, unit
         self.began = time.monotonic()
+        on_terminal = self.stream.isatty()
+        self.lines = lines and not on_terminal
+        self.bar = rich_bar(self.stream, what, unit) if terminal and on_terminal and total else None
+        self.task = self.bar.add_task(what, total=total, note="") if self.bar else None
+
+    def __enter__(self) -> "ProgressBar":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar:
+            self.bar.stop()
 
     def eta(self) -> float:
         """Seconds left at the pace so far."""
@@ -72,15 +87,31 @@ class ProgressBar:
 
     def step(self, note: str = "") -> None:
         self.done += 1
-        elapsed = time.monotonic() - self.began
-        if not self.redraw:
-            print(f"spillage: {self.what} [{self.done}/{self.total}] {note}; {elapsed:.0f} s, ETA {self.eta():.0f} s",
-                  file=self.stream, flush=True)
-            return
-        filled = round(BAR * self.done / self.total)
-        end = "\n" if self.done == self.total else ""
-        print(f"\rspillage: {self.what} [{'#' * filled}{'-' * (BAR - filled)}] {self.done}/{self.total} "
-              f"{self.unit}, {elapsed:.0f} s, ETA {self.eta():.0f} s {note}", end=end, file=self.stream, flush=True)
+        if self.bar:
+            self.bar.update(self.task, advance=1, note=note)
+        elif self.lines:
+            print(f"spillage: {self.what} [{self.done}/{self.total} {self.unit}]{f' {note}' if note else ''}; "
+                  f"{time.monotonic() - self.began:.0f} s, ETA {self.eta():.0f} s", file=self.stream, flush=True)
+
+
+def rich_bar(stream, what: str, unit: str):
+    """A started rich Progress on `stream` with the columns of ProgressBar. It leaves sys.stdout and
+    sys.stderr alone: worker processes forked meanwhile must not inherit rich's locks through them."""
+    # Imported here: only a terminal needs rich.
+    from rich.console import Console
+    from rich.progress import BarColumn
+    from rich.progress import MofNCompleteColumn
+    from rich.progress import Progress
+    from rich.progress import TextColumn
+    from rich.progress import TimeElapsedColumn
+    from rich.progress import TimeRemainingColumn
+
+    bar = Progress(TextColumn(f"spillage: {what}", markup=False), BarColumn(), MofNCompleteColumn(),
+                   TextColumn(unit, markup=False), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                   TextColumn("{task.fields[note]}", markup=False),  # a note is captured text, never markup
+                   console=Console(file=stream), redirect_stdout=False, redirect_stderr=False)
+    bar.start()
+    return bar
 
 
 def audit_many(sessions: list[Path], judge: str = "lexical", judge_options: dict | None = None, jobs: int = 1,
@@ -89,19 +120,20 @@ def audit_many(sessions: list[Path], judge: str = "lexical", judge_options: dict
     """Audit every session (in `jobs` worker processes), writing each audit.json; outcomes in input order.
     `catalog`, when given, is the catalog every session's sites served."""
     judge_options = judge_options or {}
-    progress = ProgressBar(len(sessions)) if bar and sessions else None
     outcomes: dict[Path, Outcome] = {}
-    if jobs <= 1:
-        for session in sessions:
-            outcomes[session] = audit_one(session, judge, judge_options, allow_unverified, scenario, profile_dirs,
-                                          catalog)
-            progress and progress.step()
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(audit_one, s, judge, judge_options, allow_unverified, scenario, profile_dirs,
-                                   catalog) for s in sessions]
-            for future in as_completed(futures):
-                outcome = future.result()
-                outcomes[outcome.session] = outcome
-                progress and progress.step()
+    with ProgressBar(len(sessions), terminal=bar, lines=bar) as progress:
+        if jobs <= 1:
+            for session in sessions:
+                outcomes[session] = audit_one(session, judge, judge_options, allow_unverified, scenario,
+                                              profile_dirs, catalog)
+                progress.step()
+        else:
+            # forkserver: forking this process, whose progress bar and pool run threads, could deadlock a worker
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("forkserver")) as pool:
+                futures = [pool.submit(audit_one, s, judge, judge_options, allow_unverified, scenario, profile_dirs,
+                                       catalog) for s in sessions]
+                for future in as_completed(futures):
+                    outcome = future.result()
+                    outcomes[outcome.session] = outcome
+                    progress.step()
     return [outcomes[s] for s in sessions]

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from spillage.reports.document import Figure
 from spillage.reports.document import compare_blocks
@@ -15,8 +17,10 @@ from spillage.reports.document import group_tables
 from spillage.reports.document import method_paragraph
 from spillage.reports.document import to_html
 from spillage.reports.document import to_markdown
-from spillage.reports.plots import PLOTS
+from spillage.reports.plots import draw
+from spillage.reports.plots import render
 from spillage.reports.sessions import DEFAULT_KEYS
+from spillage.reports.sessions import EVENT_SCHEMA
 from spillage.reports.sessions import Batch
 from spillage.reports.sessions import ReportError
 from spillage.reports.stats import DEFAULT_SEED
@@ -24,9 +28,6 @@ from spillage.reports.tables import compare_table
 from spillage.reports.tables import group_table
 
 TITLE = "Spillage batch report"
-EVENT_COLUMNS = ("session", "framework", "model", "site", "style", "scenario", "prompt", "note", "category",
-                 "attribute", "class", "action", "what", "channel", "text", "matched", "seq", "observers",
-                 "judge", "confidence")
 FIGURES = {"occurrences": "Occurrences by category per group",
            "or": "Oversharing rate per category with 95% CI",
            "success_vs_or": "Task success against OR per group"}
@@ -50,7 +51,8 @@ def write_batch_report(batch: Batch, out: Path, options: ReportOptions = ReportO
     (out / "plots").mkdir(exist_ok=True)
     sessions = pd.DataFrame(batch.sessions)
     table = group_table(sessions, options.by, options.seed)
-    figures = [Figure(name, title, PLOTS[name](table, options.by)) for name, title in FIGURES.items()]
+    drawn = {name: draw(name, table, options.by) for name in FIGURES}
+    figures = [Figure(name, title, render(drawn[name], name, "svg").decode()) for name, title in FIGURES.items()]
     blocks = [method_paragraph(len(sessions), len(batch.excluded), options.by, options.seed,
                                int((~sessions["verified"]).sum()), int(sessions["imported"].sum())),
               *group_tables(table, options.by), *figures]
@@ -60,25 +62,20 @@ def write_batch_report(batch: Batch, out: Path, options: ReportOptions = ReportO
         blocks += compare_blocks(compared, *options.compare, options.by, lonely)
         written["compare.csv"] = csv_text(compared)
     blocks += excluded_blocks(batch.excluded)
-    events = pd.DataFrame(batch.events, columns=list(EVENT_COLUMNS))
     written.update({
         "report.md": to_markdown(TITLE, blocks, ".png" if options.png else ".svg"),
         "report.html": to_html(TITLE, blocks),
         "tables.csv": csv_text(table),
         "sessions.csv": csv_text(sessions),
         **{f"plots/{f.name}.svg": f.svg for f in figures},
+        **({f"plots/{name}.png": render(figure, name, "png") for name, figure in drawn.items()} if options.png else {}),
     })
     paths = []
-    for name, text in written.items():
-        (out / name).write_text(text, encoding="utf-8")
+    for name, content in written.items():
+        (out / name).write_bytes(content.encode() if isinstance(content, str) else content)
         paths.append(out / name)
-    events.to_parquet(out / "events.parquet", index=False)
-    paths.append(out / "events.parquet")
-    if options.png:
-        from spillage.reports.png import svg_to_png
-
-        paths += [svg_to_png(out / f"plots/{f.name}.svg") for f in figures]
-    return paths
+    pq.write_table(pa.Table.from_pylist(batch.events, schema=EVENT_SCHEMA), out / "events.parquet")
+    return paths + [out / "events.parquet"]
 
 
 def csv_text(frame: pd.DataFrame) -> str:

@@ -74,7 +74,7 @@ def add_commands(sub) -> None:
                         help=f"bootstrap seed ({RESAMPLES:,} resamples; default %(default)s)")
     report.add_argument("--include-unverified", action="store_true",
                         help="count sessions whose capture failed verification (flagged in the tables)")
-    report.add_argument("--png", action="store_true", help="also render the plots as PNG with headless Chromium")
+    report.add_argument("--png", action="store_true", help="also write the plots as PNG (150 dpi, matplotlib)")
     report.add_argument("--quiet", action="store_true", help="no progress bar")
     report.set_defaults(func=cmd_report)
 

@@ -43,7 +43,11 @@ class Bullets:
 class Figure:
     name: str
     title: str
-    svg: str
+    svg: str  # the whole SVG file
+
+    def svg_element(self) -> str:
+        """The <svg> element alone, without the file's XML declaration and doctype, for a page."""
+        return self.svg[self.svg.index("<svg"):]
 
 
 def number(value: float) -> str:
@@ -174,7 +178,7 @@ def to_html(title: str, blocks: list) -> str:
                          + "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
                                    for row in block.rows) + "</table>")
         elif isinstance(block, Figure):
-            parts.append(f"<figure><figcaption>{escape(block.title)}</figcaption>{block.svg}</figure>")
+            parts.append(f"<figure><figcaption>{escape(block.title)}</figcaption>{block.svg_element()}</figure>")
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

@@ -1,16 +1,39 @@
-"""The report's plots as standalone SVG text, drawn by hand (no plotting library, nothing fetched):
-occurrences stacked by category per group, OR per category with CI whiskers, task success against OR."""
+"""The report's plots, drawn with matplotlib on its non-interactive Agg canvas (no pyplot, so no
+figure outlives its report): occurrences stacked by category per group, OR per category with CI whiskers, task success
+against OR. Each plot is a Figure; `render` writes it as SVG or PNG, byte for byte the same for the
+same table."""
 
+import io
+import itertools
 import math
-from html import escape
 
+import matplotlib
+import numpy as np
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
+from matplotlib.ticker import MaxNLocator
+from matplotlib.transforms import Bbox
 
 from spillage.audit.model import CATEGORIES
 
 COLOURS = {"C_E": "#c0392b", "C_I": "#f1948a", "B_E": "#1f618d", "B_I": "#85c1e9"}
-FONT = "font-family='sans-serif' font-size='12'"
-ROW, CHAR, PAD = 22, 7, 12
+POINT, WHISKER = "#1f618d", "#888888"
+STYLE = {"font.family": "sans-serif", "font.size": 9}
+PNG_DPI = 150
+MARKER = 5  # points across a dot
+ROW_INCHES = 0.3
+LABEL_STEP = 7  # points between the rings of places tried for a point's number
+DIRECTIONS = ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (0, 1), (-1, 0), (0, -1))
+
+
+def new_figure(width: float, height: float) -> Figure:
+    """A Figure of that size in inches on an Agg canvas."""
+    figure = Figure(figsize=(width, height))
+    FigureCanvasAgg(figure)
+    return figure
 
 
 def group_labels(table: pd.DataFrame, by: tuple[str, ...]) -> list[str]:
@@ -18,123 +41,138 @@ def group_labels(table: pd.DataFrame, by: tuple[str, ...]) -> list[str]:
     return [" / ".join(str(row[k]) for k in by) for _, row in table.iterrows()]
 
 
-def svg(width: float, height: float, body: list[str], title: str) -> str:
-    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width:.0f}' height='{height:.0f}' "
-            f"viewBox='0 0 {width:.0f} {height:.0f}' {FONT}><title>{escape(title)}</title>"
-            f"<rect width='100%' height='100%' fill='white'/>" + "".join(body) + "</svg>")
+def rate_axis(values) -> tuple[float, float]:
+    """The limits of a rate axis: from a little below 0 (so that a dot at 0 shows whole) to a little
+    beyond the largest finite value, or to 1 when there is none."""
+    finite = [v for v in values if math.isfinite(v)]
+    end = max(finite) * 1.1 if finite and max(finite) > 0 else 1.0
+    return -0.03 * end, end
 
 
-def text(x: float, y: float, value: str, anchor: str = "start", extra: str = "") -> str:
-    return f"<text x='{x:.1f}' y='{y:.1f}' text-anchor='{anchor}' {extra}>{escape(value)}</text>"
-
-
-def nice_max(value: float) -> float:
-    """A round axis end at or above `value` (1, 2 or 5 times a power of ten)."""
-    if not value or not math.isfinite(value) or value <= 0:
-        return 1.0
-    power = 10 ** math.floor(math.log10(value))
-    return next(step * power for step in (1, 2, 5, 10) if step * power >= value)
-
-
-def axis(x0: float, y: float, width: float, top: float, ticks: int = 4, fmt: str = "{:g}",
-         grid_top: float = PAD) -> list[str]:
-    """A horizontal axis from 0 to `top` with tick labels and faint grid lines up to `grid_top`."""
-    parts = [f"<line x1='{x0:.1f}' y1='{y:.1f}' x2='{x0 + width:.1f}' y2='{y:.1f}' stroke='#444'/>"]
-    for i in range(ticks + 1):
-        x = x0 + width * i / ticks
-        parts.append(f"<line x1='{x:.1f}' y1='{grid_top:.1f}' x2='{x:.1f}' y2='{y:.1f}' stroke='#ddd'/>")
-        parts.append(text(x, y + 14, fmt.format(round(top * i / ticks, 6)), "middle"))
-    return parts
-
-
-def legend(x: float, y: float) -> list[str]:
-    parts = []
-    for i, c in enumerate(CATEGORIES):
-        parts.append(f"<rect x='{x + i * 70:.1f}' y='{y - 10:.1f}' width='12' height='12' fill='{COLOURS[c]}'/>")
-        parts.append(text(x + i * 70 + 16, y, c))
-    return parts
-
-
-def stacked_occurrences(table: pd.DataFrame, by: tuple[str, ...]) -> str:
-    """Occurrences per group as one horizontal bar stacked by category (the paper's Figure 4)."""
+def stacked_occurrences(table: pd.DataFrame, by: tuple[str, ...]) -> Figure:
+    """Occurrences per group as one horizontal bar stacked by category (the paper's Figure 4), its
+    total at its end; counts get whole-number ticks only."""
     labels = group_labels(table, by)
-    left = PAD + CHAR * max(map(len, labels), default=10)
-    width, height = 360, PAD + ROW * len(labels) + 50
-    top = nice_max(table[list(CATEGORIES)].sum(axis=1).max() if len(table) else 0)
-    body = axis(left, height - 40, width, top, fmt="{:.0f}")
-    for i, (label, (_, row)) in enumerate(zip(labels, table.iterrows())):
-        y, x = PAD + i * ROW, left
-        body.append(text(left - 6, y + 14, label, "end"))
-        for c in CATEGORIES:
-            w = width * row[c] / top
-            if w:
-                body.append(f"<rect x='{x:.1f}' y='{y + 3:.1f}' width='{w:.1f}' height='{ROW - 6}' "
-                            f"fill='{COLOURS[c]}'><title>{escape(label)}: {c} {row[c]}</title></rect>")
-            x += w
-        body.append(text(x + 4, y + 14, str(sum(int(row[c]) for c in CATEGORIES))))
-    body += legend(left, height - 6)
-    return svg(left + width + 60, height, body, "Occurrences by category per group")
+    figure = new_figure(7, 1.4 + ROW_INCHES * len(labels))
+    ax = figure.add_subplot()
+    rows = range(len(labels))
+    left = pd.Series(0, index=table.index)
+    for c in CATEGORIES:
+        ax.barh(rows, table[c], left=left, color=COLOURS[c], label=c, height=0.7)
+        left = left + table[c]
+    for y, total in zip(rows, left):
+        ax.text(total, y, f" {total}", va="center")
+    ax.set_yticks(rows, labels)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(left.max() * 1.15, 1))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("occurrences")
+    ax.grid(axis="x", color="#dddddd")
+    ax.set_axisbelow(True)
+    ax.legend(ncols=len(CATEGORIES), loc="lower center", bbox_to_anchor=(0.5, 1), frameon=False)
+    return figure
 
 
-def or_whiskers(table: pd.DataFrame, by: tuple[str, ...]) -> str:
-    """OR per category, one panel each: a dot per group and its 95% CI as a whisker."""
+def or_whiskers(table: pd.DataFrame, by: tuple[str, ...]) -> Figure:
+    """OR per category, one panel each on a common scale: a dot per group and its 95% CI as a whisker."""
     labels = group_labels(table, by)
-    left = PAD + CHAR * max(map(len, labels), default=10)
-    panel, gap = 170, 24
-    height = PAD + 20 + ROW * len(labels) + 30
-    columns = [f"or_{c}{end}" for c in CATEGORIES for end in ("", "_high")]
-    top = nice_max(table[columns].max().max() if len(table) else 0)
-    body = []
-    for p, c in enumerate(CATEGORIES):
-        x0 = left + p * (panel + gap)
-        body.append(text(x0 + panel / 2, PAD + 8, f"OR {c}", "middle", "font-weight='bold'"))
-        body += axis(x0, height - 24, panel, top, 2, grid_top=PAD + 16)
-        for i, (_, row) in enumerate(table.iterrows()):
-            y = PAD + 20 + i * ROW + ROW / 2
-            value, low, high = row[f"or_{c}"], row[f"or_{c}_low"], row[f"or_{c}_high"]
-            if not math.isnan(low):
-                body.append(f"<line x1='{x0 + panel * low / top:.1f}' y1='{y:.1f}' x2='{x0 + panel * high / top:.1f}' "
-                            f"y2='{y:.1f}' stroke='{COLOURS[c]}' stroke-width='2'/>")
-            if not math.isnan(value):
-                body.append(f"<circle cx='{x0 + panel * value / top:.1f}' cy='{y:.1f}' r='4' fill='{COLOURS[c]}'>"
-                            f"<title>{escape(labels[i])}: OR {c} {value:.3f}</title></circle>")
-    for i, label in enumerate(labels):
-        body.append(text(left - 6, PAD + 20 + i * ROW + ROW / 2 + 4, label, "end"))
-    return svg(left + 4 * (panel + gap), height, body, "Oversharing rate per category with 95% CI")
+    figure = new_figure(9, 1.0 + ROW_INCHES * len(labels))
+    panels = figure.subplots(1, len(CATEGORIES), sharex=True, sharey=True)
+    rows = pd.Series(range(len(labels)), index=table.index)
+    for ax, c in zip(panels, CATEGORIES):
+        value, low, high = table[f"or_{c}"], table[f"or_{c}_low"], table[f"or_{c}_high"]
+        with_ci = low.notna()
+        ax.hlines(rows[with_ci], low[with_ci], high[with_ci], color=COLOURS[c], linewidth=2)
+        ax.plot(value, rows, "o", color=COLOURS[c], markersize=MARKER)
+        ax.set_title(f"OR {c}", fontweight="bold")
+        ax.grid(axis="x", color="#dddddd")
+        ax.set_axisbelow(True)
+    panels[0].set_yticks(rows, labels)
+    panels[0].set_ylim(len(labels) - 0.5, -0.5)
+    panels[0].set_xlim(rate_axis(table[[f"or_{c}{side}" for c in CATEGORIES for side in ("", "_high")]]
+                                 .to_numpy().ravel()))
+    panels[0].xaxis.set_major_locator(MaxNLocator(3))
+    return figure
 
 
-def success_vs_or(table: pd.DataFrame, by: tuple[str, ...]) -> str:
+def success_vs_or(table: pd.DataFrame, by: tuple[str, ...]) -> Figure:
     """Task success (y) against overall OR (x), one numbered point per group with both CIs as
-    whiskers, and the numbers' groups listed on the right."""
+    whiskers; the numbers are placed so that none covers another, and the key names their groups."""
     labels = group_labels(table, by)
-    size, left, bottom, top = 320, 60, 40, 36
-    top_x = nice_max(table["or_all_high"].fillna(table["or_all"]).max() if len(table) else 0)
-    key_x = left + size + 30
-    width = key_x + CHAR * (max(map(len, labels), default=10) + 4)
-    height = max(top + size + bottom, top + ROW * len(labels) + 10)
-    body = axis(left, top + size, size, top_x, grid_top=top)
-    body.append(f"<line x1='{left}' y1='{top}' x2='{left}' y2='{top + size}' stroke='#444'/>")
-    for i in range(5):
-        y = top + size - size * i / 4
-        body.append(text(left - 6, y + 4, f"{i / 4:g}", "end"))
-    body.append(text(left + size / 2, top + size + 34, "OR (all categories)", "middle"))
-    body.append(text(14, top + size / 2, "task success", "middle", f"transform='rotate(-90 14 {top + size / 2:.1f})'"))
-    for n, (label, (_, row)) in enumerate(zip(labels, table.iterrows()), start=1):
-        body.append(text(key_x, top + (n - 1) * ROW + 14, f"{n}  {label}"))
-        if math.isnan(row["or_all"]):
-            continue
-        x = left + size * row["or_all"] / top_x
-        y = top + size - size * row["task_success"]
-        if not math.isnan(row["or_all_low"]):
-            body.append(f"<line x1='{left + size * row['or_all_low'] / top_x:.1f}' y1='{y:.1f}' "
-                        f"x2='{left + size * row['or_all_high'] / top_x:.1f}' y2='{y:.1f}' stroke='#888'/>")
-        if not math.isnan(row["task_success_low"]):
-            body.append(f"<line x1='{x:.1f}' y1='{top + size - size * row['task_success_low']:.1f}' x2='{x:.1f}' "
-                        f"y2='{top + size - size * row['task_success_high']:.1f}' stroke='#888'/>")
-        body.append(f"<circle cx='{x:.1f}' cy='{y:.1f}' r='5' fill='#1f618d'><title>{escape(label)}: OR "
-                    f"{row['or_all']:.3f}, success {row['task_success']:.2f}</title></circle>")
-        body.append(text(x + 2 + 8 * ((n - 1) % 4), y - 8 - 10 * ((n - 1) % 2), str(n), extra="font-size='10'"))
-    return svg(width, height, body, "Task success against OR per group")
+    figure = new_figure(7.5, 4.5)
+    ax = figure.add_axes((0.1, 0.12, 0.5, 0.8))
+    ax.set_xlim(rate_axis(table["or_all_high"].fillna(table["or_all"])))
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlabel("OR (all categories)")
+    ax.set_ylabel("task success")
+    ax.grid(color="#eeeeee")
+    shown = table[table["or_all"].notna()]
+    ax.errorbar(shown["or_all"], shown["task_success"], xerr=whisker_lengths(shown, "or_all"),
+                yerr=whisker_lengths(shown, "task_success"), fmt="o", color=POINT, ecolor=WHISKER, elinewidth=1,
+                markersize=MARKER)
+    numbers = [n for n, has_or in enumerate(table["or_all"].notna(), start=1) if has_or]
+    place_numbers(ax, numbers, list(zip(shown["or_all"], shown["task_success"])))
+    blank = Line2D([], [], linestyle="none")
+    ax.legend([blank] * len(labels), [f"{n}  {label}" for n, label in enumerate(labels, start=1)], title="groups",
+              loc="upper left", bbox_to_anchor=(1.03, 1), handlelength=0, handletextpad=0, frameon=False,
+              alignment="left")
+    return figure
+
+
+def whisker_lengths(table: pd.DataFrame, metric: str) -> np.ndarray:
+    """How far each row's CI reaches below and above its value (two rows, as errorbar takes them); 0
+    where there is no CI."""
+    low, high = table[f"{metric}_low"], table[f"{metric}_high"]
+    return np.nan_to_num(np.vstack([table[metric] - low, high - table[metric]]))
+
+
+def place_numbers(ax, numbers: list[int], points: list[tuple[float, float]]) -> None:
+    """Write each point's number beside it, at the first place, ring by ring outwards, where it covers
+    no point and no number already written; a number set apart from its point gets a leader line."""
+    renderer = ax.figure.canvas.get_renderer()
+    radius = MARKER / 2 * ax.figure.dpi / 72  # a dot's, in display units
+    taken = [Bbox.from_bounds(x - radius, y - radius, 2 * radius, 2 * radius)
+             for x, y in ax.transData.transform(np.reshape(points, (-1, 2)))]
+    for number, point in zip(numbers, points):
+        for ring, (dx, dy) in offsets():
+            label = ax.annotate(str(number), point, xytext=(dx, dy), textcoords="offset points", ha="center",
+                                va="center", fontsize=8, arrowprops={"arrowstyle": "-", "color": WHISKER,
+                                                                     "linewidth": 0.5} if ring > 1 else None)
+            box = label_box(label, renderer).padded(1)
+            if not any(box.overlaps(other) for other in taken):
+                taken.append(box)
+                break
+            label.remove()
+
+
+def offsets():
+    """(ring, (dx, dy)): offsets in points around a point, eight per ring, nearest ring first."""
+    for ring in itertools.count(1):
+        for dx, dy in DIRECTIONS:
+            yield ring, (dx * ring * LABEL_STEP, dy * ring * LABEL_STEP)
+
+
+def label_box(label: Text, renderer) -> Bbox:
+    """Where a point's number is drawn, in display units: its text alone, not its leader line."""
+    label.update_positions(renderer)  # from its point and offset to where its text goes
+    return Text.get_window_extent(label, renderer)
 
 
 PLOTS = {"occurrences": stacked_occurrences, "or": or_whiskers, "success_vs_or": success_vs_or}
+
+
+def draw(name: str, table: pd.DataFrame, by: tuple[str, ...]) -> Figure:
+    """The plot `name` (a key of PLOTS) of a group table, in the report's style."""
+    with matplotlib.rc_context(STYLE):
+        return PLOTS[name](table, by)
+
+
+def render(figure: Figure, name: str, kind: str) -> bytes:
+    """`figure` as an SVG or PNG file's bytes; the same figure always gives the same bytes (no date in
+    the metadata, SVG ids salted with the plot's name so three plots in one page never share one)."""
+    buffer = io.BytesIO()
+    # SVG text stays text: searchable, and no glyph ids that the three plots of a page would share
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": name}):
+        figure.savefig(buffer, format=kind, bbox_inches="tight", dpi=PNG_DPI,
+                       metadata={"Date": None} if kind == "svg" else None)
+    return buffer.getvalue()

@@ -2,13 +2,15 @@
 the sessions that cannot be counted, each with its reason."""
 
 import json
-import sys
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
+import pyarrow as pa
 import yaml
 
+from spillage.audit.batch import ProgressBar
+from spillage.audit.batch import find_sessions
 from spillage.audit.model import CATEGORIES
 from spillage.audit.model import FIRST_PARTY
 from spillage.audit.model import THIRD_PARTY
@@ -21,6 +23,13 @@ from spillage.proxy.layout import META_NAME
 KEYS = ("framework", "model", "site", "style", "scenario", "prompt", "note")
 DEFAULT_KEYS = ("framework", "model", "site", "style")
 NO_NOTE = UNKNOWN = "-"
+# events.parquet's columns: the session, its grouping keys, then event_row's; the same types with no row.
+EVENT_SCHEMA = pa.schema([
+    *((name, pa.string()) for name in ("session", *KEYS)),
+    ("category", pa.string()), ("attribute", pa.string()), ("class", pa.string()), ("action", pa.int64()),
+    ("what", pa.string()), ("channel", pa.string()), ("text", pa.string()), ("matched", pa.string()),
+    ("seq", pa.int64()), ("observers", pa.list_(pa.string())), ("judge", pa.string()), ("confidence", pa.float64()),
+])
 
 
 class ReportError(RuntimeError):
@@ -42,11 +51,8 @@ def load_batch(paths: list[Path], include_unverified: bool = False, bar: bool = 
     A session whose audit.json is missing, unreadable or not an audit, whose meta.json or scenario
     copy is missing, or whose capture failed verification (unless `include_unverified`) is excluded
     with its reason. Sessions come in folder-name order, so a report does not depend on the disk; a
-    session is named by its folder's name, or by its path when two folders share a name."""
-    # Imported here: audit.batch binds sys.stderr when first imported, which must not be at collection time.
-    from spillage.audit.batch import ProgressBar
-    from spillage.audit.batch import find_sessions
-
+    session is named by its folder's name, or by its path when two folders share a name. With `bar`, a
+    terminal on stderr shows a progress bar (a report has no --progress: other streams get nothing)."""
     try:
         folders = sorted(find_sessions(paths), key=lambda p: (p.name, str(p)))
     except RuntimeError as e:
@@ -54,20 +60,20 @@ def load_batch(paths: list[Path], include_unverified: bool = False, bar: bool = 
     names = [f.name for f in folders]
     unique = len(set(names)) == len(names)  # two batches of one matrix repeat their session names
     batch = Batch()
-    progress = ProgressBar(len(folders), sys.stderr, what="report") if bar and folders else None
-    for folder in folders:
-        name = folder.name if unique else str(folder)
-        try:
-            session, events = read_session(folder, name)
-        except SessionSkipped as e:
-            batch.excluded.append((name, str(e)))
-        else:
-            if session["verified"] or include_unverified:
-                batch.sessions.append(session)
-                batch.events.extend(events)
+    with ProgressBar(len(folders), what="report", terminal=bar) as progress:
+        for folder in folders:
+            name = folder.name if unique else str(folder)
+            try:
+                session, events = read_session(folder, name)
+            except SessionSkipped as e:
+                batch.excluded.append((name, str(e)))
             else:
-                batch.excluded.append((name, "capture failed verification (audited up to the damage)"))
-        progress and progress.step()
+                if session["verified"] or include_unverified:
+                    batch.sessions.append(session)
+                    batch.events.extend(events)
+                else:
+                    batch.excluded.append((name, "capture failed verification (audited up to the damage)"))
+            progress.step()
     return batch
 
 
@@ -152,6 +158,6 @@ def event_row(event: dict, action: dict) -> dict:
         "category": event["category"], "attribute": event["attribute"], "class": event["class"],
         "action": event["action"], "what": action["what"], "channel": action["channel"],
         "text": action["text"], "matched": event["matched"], "seq": event["seq"],
-        "observers": ";".join(event["observers"]), "judge": event["judge"],
+        "observers": list(event["observers"]), "judge": event["judge"],
         "confidence": float(event["confidence"]),
     }

@@ -134,23 +134,23 @@ class Batch:
             return {}
         self.prepare(todo)
         self.progress(f"batch {self.matrix.name}: {len(todo)} run(s), {self.jobs} at a time, into {self.sessions}")
-        bar = ProgressBar(len(todo), what="batch", unit="runs", redraw=self.bar)
         queue, running, finished = list(todo), [], {}
         previous = signal.signal(signal.SIGINT, self.on_interrupt)
         try:
-            while queue or running:
-                while queue and len(running) < self.jobs and not self.interrupted:
-                    running.append(self.launch(queue.pop(0)))
-                if self.interrupted:
-                    queue.clear()
-                    self.pass_on_interrupt(running)
-                for job in [j for j in running if self.poll(j)]:
-                    running.remove(job)
-                    attempt = self.conclude(job)
-                    finished[attempt.key] = attempt
-                    self.ledger.record(attempt)
-                    self.report(bar, attempt)
-                time.sleep(0.2)
+            with ProgressBar(len(todo), what="batch", unit="runs", terminal=self.bar, lines=self.bar) as bar:
+                while queue or running:
+                    while queue and len(running) < self.jobs and not self.interrupted:
+                        running.append(self.launch(queue.pop(0)))
+                    if self.interrupted:
+                        queue.clear()
+                        self.pass_on_interrupt(running)
+                    for job in [j for j in running if self.poll(j)]:
+                        running.remove(job)
+                        attempt = self.conclude(job)
+                        finished[attempt.key] = attempt
+                        self.ledger.record(attempt)
+                        self.report(bar, attempt)
+                    time.sleep(0.2)
         finally:
             signal.signal(signal.SIGINT, previous)
         return finished

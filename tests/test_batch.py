@@ -175,12 +175,14 @@ def test_a_timed_out_run_is_recorded_skipped_on_resume_and_retried_on_request(tm
     assert verify(batch_dir / "attempts" / f"{key}.1").ok  # the first attempt is kept, not overwritten
 
 
-def test_without_a_terminal_each_finished_run_is_a_line_with_the_eta():
-    out = io.StringIO()
-    bar = ProgressBar(3, stream=out, what="batch", unit="runs", redraw=False)
-    bar.step("done: a in 20 s")
-    bar.step("failed: b (agent exited 1) in 3 s")
-    lines = out.getvalue().splitlines()
+def test_without_a_terminal_each_finished_run_is_a_line_with_the_eta_only_when_asked():
+    asked, unasked = io.StringIO(), io.StringIO()
+    for stream, wanted in ((asked, True), (unasked, False)):
+        with ProgressBar(3, stream=stream, what="batch", unit="runs", lines=wanted) as bar:
+            bar.step("done: a in 20 s")
+            bar.step("failed: b (agent exited 1) in 3 s")
+    lines = asked.getvalue().splitlines()
     assert [line.split(";")[0] for line in lines] == [
-        "spillage: batch [1/3] done: a in 20 s", "spillage: batch [2/3] failed: b (agent exited 1) in 3 s"]
-    assert all(re.search(r"; \d+ s, ETA \d+ s$", line) for line in lines) and "\r" not in out.getvalue()
+        "spillage: batch [1/3 runs] done: a in 20 s", "spillage: batch [2/3 runs] failed: b (agent exited 1) in 3 s"]
+    assert all(re.search(r"; \d+ s, ETA \d+ s$", line) for line in lines) and "\r" not in asked.getvalue()
+    assert unasked.getvalue() == ""  # no terminal, no --progress: nothing

@@ -1,18 +1,27 @@
 """`spillage report` on synthetic audits with known counts: every number of the tables, the CIs,
 reproducibility, excluded sessions, comparisons, and the files' shapes."""
 
+import io
+import itertools
 import json
 import math
 import re
+import sys
+from collections import Counter
 
 import jsonschema
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset
 import pytest
 from scipy.stats import bootstrap
 
 from report_helpers import write_audited_session
 from spillage.audit.session_audit import SCHEMA_PATH
+from spillage.reports.plots import draw
+from spillage.reports.plots import label_box
+from spillage.reports.sessions import EVENT_SCHEMA
 from spillage.reports.sessions import load_batch
 from spillage.runner.cli import main
 
@@ -178,20 +187,96 @@ def test_events_parquet_holds_every_event(runs, tmp_path):
     assert len(events) == 3 + 6 + 1 + 2 + 2
     assert events.groupby("category").size().to_dict() == {"B_E": 4, "B_I": 4, "C_E": 5, "C_I": 1}
     assert set(events.session) == {"s1", "s2", "s3", "s4", "s5", "s6"}
+    assert list(events.observers.iloc[0]) == ["shop.test", "metrics.test"]
+
+
+def test_events_parquet_of_a_batch_without_events_has_the_same_typed_columns(runs, tmp_path):
+    write_audited_session(tmp_path / "quiet", "q1")
+    report(tmp_path / "quiet", tmp_path / "empty")
+    report(runs, tmp_path / "full")
+    files = [str(tmp_path / name / "events.parquet") for name in ("empty", "full")]
+    combined = pyarrow.dataset.dataset(files, format="parquet").to_table()
+    assert combined.num_rows == 14
+    assert combined.schema.equals(EVENT_SCHEMA)
+    types = {f.name: f.type for f in combined.schema}
+    assert (types["session"], types["action"], types["seq"], types["confidence"], types["observers"]) == (
+        pa.string(), pa.int64(), pa.int64(), pa.float64(), pa.list_(pa.string()))
 
 
 def test_html_is_one_self_contained_file(runs, tmp_path):
     report(runs, tmp_path / "out")
     page = (tmp_path / "out" / "report.html").read_text()
-    assert page.count("<svg") == 3 and "<table>" in page and "<script" not in page
-    assert not re.search(r"""\b(src|href)\s*=|@import|url\(""", page)
+    assert page.count("<svg") == 3 and "<table>" in page and "<script" not in page and "<?xml" not in page
+    assert not re.search(r"""\b(src|href)\s*=\s*["'](?!#)|@import|url\((?!#)""", page)  # only links within the page
+    defined = Counter(re.findall(r'\bid="([^"]+)"', page))
+    referenced = set(re.findall(r"url\(#([^)]+)\)", page)) | set(re.findall(r'href="#([^"]+)"', page))
+    assert referenced and all(defined[name] == 1 for name in referenced)  # the three plots share no id
 
 
-def test_progress_and_loading_reuse_the_batch_tools(runs, capsys):
+def test_png_plots_need_no_browser_and_are_reproducible(runs, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "")  # no chromium to be found
+    for out in ("a", "b"):
+        _, md = report(runs, tmp_path / out, "--png")
+    for name in ("occurrences", "or", "success_vs_or"):
+        png = (tmp_path / "a" / "plots" / f"{name}.png").read_bytes()
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and png == (tmp_path / "b" / "plots" / f"{name}.png").read_bytes()
+        assert f"(plots/{name}.png)" in md
+        assert "<dc:date>" not in (tmp_path / "a" / "plots" / f"{name}.svg").read_text()
+
+
+def plot_table(points: list[tuple[float, float]], counts: list[dict] | None = None) -> pd.DataFrame:
+    """A group table with what the plots read: one group per point (OR, task success, each with a CI
+    of ±0.05) and its occurrences per category (none unless given)."""
+    rows = []
+    for n, ((rate, success), count) in enumerate(zip(points, counts or [{}] * len(points)), start=1):
+        rows.append({"framework": "fw", "model": f"model-{n}", **{c: 0 for c in ("C_E", "C_I", "B_E", "B_I")}, **count,
+                     **{f"{m}{end}": v + shift for m, v in (("or_all", rate), ("task_success", success))
+                        for end, shift in (("", 0), ("_low", -0.05), ("_high", 0.05))}})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("totals", [[3, 1], [10, 4], [7, 0]])
+def test_occurrence_ticks_are_whole_numbers(totals):
+    """The hand-drawn axis split 0..10 in quarters and printed 2.5 and 7.5 as "2" and "8"."""
+    figure = draw("occurrences", plot_table([(0.1, 1)] * len(totals), [{"C_E": n} for n in totals]), ("model",))
+    figure.canvas.draw()
+    (ax,) = figure.axes
+    ticks = [(label.get_position()[0], label.get_text()) for label in ax.get_xticklabels()]
+    assert len(ticks) >= 2
+    for position, text in ticks:
+        assert position == int(position) and text == str(int(position)), ticks
+
+
+def test_success_against_or_numbers_never_cover_each_other():
+    """Six groups on one spot and two next to it: the hand-drawn plot cycled its labels through four
+    offsets, so the 1st and 5th number of one spot printed over each other."""
+    figure = draw("success_vs_or", plot_table([(0.2, 1.0)] * 6 + [(0.21, 0.98), (0.0, 0.5)]), ("framework", "model"))
+    figure.canvas.draw()
+    ax = figure.axes[0]
+    renderer = figure.canvas.get_renderer()
+    assert sorted(int(t.get_text()) for t in ax.texts) == list(range(1, 9))
+    boxes = [label_box(t, renderer) for t in ax.texts]
+    assert not [(a, b) for a, b in itertools.combinations(boxes, 2) if a.overlaps(b)]
+    key = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert key[0] == "1  fw / model-1" and len(key) == 8
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_report_progress_shows_on_a_terminal_only(runs, capsys, monkeypatch):
     batch = load_batch([runs])
-    err = capsys.readouterr().err
-    assert "9/9 sessions" in err
+    assert capsys.readouterr().err == ""  # no terminal, and a report has no --progress
     assert [s["session"] for s in batch.sessions] == ["s1", "s2", "s3", "s4", "s5", "s6"]
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    load_batch([runs])
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", sys.stderr.getvalue())  # without the colours
+    assert "spillage: report" in shown and "9/9 sessions" in shown and "ETA" in shown
+    before = sys.stderr.getvalue()
+    load_batch([runs], bar=False)
+    assert sys.stderr.getvalue() == before  # --quiet: not even on a terminal
 
 
 @pytest.mark.parametrize("args, message", [
