@@ -18,6 +18,12 @@ maximum matching, so the order of events never matters). Unfound expected events
     result = evaluate(Path("tests/corpus"), judge="lexical")
     print(result.table())
     python -m spillage.audit.evaluate tests/corpus [--judge lexical] [--json]
+
+Several judges side by side, each on the same corpus (options go to the judge that takes them):
+
+    results = compare(Path("tests/corpus"), {"lexical": {}, "embedding": {"threshold": 0.55}})
+    print(comparison_table(results))
+    python -m spillage.audit.evaluate tests/corpus --judge lexical,embedding,llm --judge-url URL --judge-model NAME
 """
 
 from __future__ import annotations
@@ -131,14 +137,17 @@ class Evaluation:
     def overall(self) -> Counts:
         return self.group(CATEGORIES)
 
+    def rows(self) -> list[tuple[str, Counts]]:
+        """(name, counts) per category, then explicit, implicit and all."""
+        return [(c, self.counts[c]) for c in CATEGORIES] + [
+            ("explicit", self.explicit), ("implicit", self.implicit), ("all", self.overall)]
+
     def table(self) -> str:
         """A small fixed-width table: one row per category, then explicit, implicit and all."""
         head = f"{'category':<10}{'expected':>9}{'found':>7}{'missed':>8}{'false':>7}{'precision':>11}{'recall':>8}{'F1':>7}"
         lines = [f"corpus {self.corpus}  judge {self.judge}  sessions {self.sessions}  "
                  f"actions {self.actions_audited} audited / {self.actions_expected} labelled", head, "-" * len(head)]
-        rows = [(c, self.counts[c]) for c in CATEGORIES]
-        rows += [("explicit", self.explicit), ("implicit", self.implicit), ("all", self.overall)]
-        for i, (name, n) in enumerate(rows):
+        for i, (name, n) in enumerate(self.rows()):
             if i == len(CATEGORIES):
                 lines.append("-" * len(head))
             lines.append(f"{name:<10}{n.expected:>9}{n.tp:>7}{n.fn:>8}{n.fp:>7}{_pct(n.precision):>11}"
@@ -385,25 +394,80 @@ def evaluate(corpus_dir: Path, judge="lexical", **judge_options) -> Evaluation:
     return result
 
 
+def compare(corpus_dir: Path, judges: dict) -> list[Evaluation]:
+    """Evaluate each judge of `judges` (name → its options) on the corpus, in that order."""
+    return [evaluate(corpus_dir, name, **options) for name, options in judges.items()]
+
+
+def comparison_table(results: list[Evaluation]) -> str:
+    """Precision and recall of several evaluations of one corpus side by side: one row per
+    category, then explicit, implicit and all; then what each found of the labels that need
+    meaning, and its false alarms on actions labelled clean."""
+    first = results[0]
+    head = f"{'category':<10}{'expected':>9}" + "".join(f"{'precision':>12}{'recall':>8}" for _ in results)
+    names = " " * 19 + "".join(f"{r.judge:>20}" for r in results)
+    lines = [f"corpus {first.corpus}  sessions {first.sessions}  actions {first.actions_audited} audited / "
+             f"{first.actions_expected} labelled", names, head, "-" * len(head)]
+    for i, row in enumerate(zip(*(r.rows() for r in results))):
+        if i == len(CATEGORIES):
+            lines.append("-" * len(head))
+        lines.append(f"{row[0][0]:<10}{row[0][1].expected:>9}"
+                     + "".join(f"{_pct(c.precision):>12}{_pct(c.recall):>8}" for _, c in row))
+    for category in IMPLICIT:
+        found = [(r.judge, r.by_judge.get(category, {}).get("semantic")) for r in results]
+        if any(c and c.expected for _, c in found):
+            lines.append(f"{category} labels that need meaning, found: "
+                         + ", ".join(f"{j} {c.tp}/{c.expected}" for j, c in found if c))
+    lines.append("false alarms on actions labelled clean: " + ", ".join(f"{r.judge} {len(r.clean_hit)}" for r in results))
+    lines += [f"note: {n}" for n in dict.fromkeys(n for r in results for n in r.notes)]
+    return "\n".join(lines)
+
+
+def judge_options(name: str, threshold: float | None = None, base_url: str | None = None,
+                  model: str | None = None) -> dict:
+    """The command-line options judge `name` takes (the embedding judge a threshold, the llm
+    judge a URL and model), leaving out those not given."""
+    given = {"embedding": {"threshold": threshold}, "llm": {"base_url": base_url, "model": model}}.get(name, {})
+    return {k: v for k, v in given.items() if v is not None}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spillage.audit.evaluate", description=__doc__.split("\n")[0])
     parser.add_argument("corpus", type=Path)
-    parser.add_argument("--judge", default="lexical")
+    parser.add_argument("--judge", default="lexical", help="a judge, or several side by side: lexical,embedding,llm")
+    parser.add_argument("--judge-url", help="llm judge: base URL of an OpenAI-compatible API (…/v1)")
+    parser.add_argument("--judge-model", help="llm judge: the model name")
+    parser.add_argument("--judge-threshold", type=float, help="embedding judge: similarity threshold")
     parser.add_argument("--json", action="store_true", help="print the whole evaluation as JSON")
     parser.add_argument("--findings", action="store_true", help="also list misses and false alarms")
     args = parser.parse_args(argv)
+    from spillage.audit.judges import JudgeError
+
     try:
-        result = evaluate(args.corpus, args.judge)
-    except (CorpusError, ValueError) as e:
+        print(evaluation_text(args.corpus, args.judge, args.judge_threshold, args.judge_url, args.judge_model,
+                              args.json, args.findings))
+    except (CorpusError, ValueError, JudgeError) as e:
         print(f"spillage: {e}", file=sys.stderr)
         return 2
-    if args.json:
-        print(json.dumps(result.as_json(), indent=2))
-    else:
-        print(result.table())
-        if args.findings:
-            print(result.findings_text())
     return 0
+
+
+def evaluation_text(corpus_dir: Path, judges: str, threshold: float | None = None, base_url: str | None = None,
+                    model: str | None = None, as_json: bool = False, findings: bool = False) -> str:
+    """Evaluate one judge, or several side by side (`judges` = "lexical,embedding"), each with the
+    options it takes, and return the table (with each judge's misses and false alarms when
+    `findings`) or the JSON. Raises CorpusError, JudgeError or ValueError."""
+    names = [n.strip() for n in judges.split(",") if n.strip()]
+    if not names:
+        raise ValueError("--judge: give a judge, or several separated by commas")
+    results = compare(corpus_dir, {n: judge_options(n, threshold, base_url, model) for n in names})
+    if as_json:
+        doc = results[0].as_json() if len(results) == 1 else {"judges": {r.judge: r.as_json() for r in results}}
+        return json.dumps(doc, indent=2)
+    text = [results[0].table() if len(results) == 1 else comparison_table(results)]
+    if findings:
+        text += [(f"== {r.judge}\n" if len(results) > 1 else "") + r.findings_text() for r in results]
+    return "\n".join(text)
 
 
 if __name__ == "__main__":

@@ -203,15 +203,14 @@ def cmd_audit(args) -> int:
     options = {k: v for k, v in (("base_url", args.judge_url), ("model", args.judge_model),
                                  ("threshold", args.judge_threshold)) if v is not None}
     try:
+        if args.evaluate:
+            from spillage.audit.evaluate import evaluation_text  # its CorpusError is a ValueError
+
+            print(evaluation_text(args.evaluate, args.judge, args.judge_threshold, args.judge_url,
+                                  args.judge_model, args.format == "json", findings=True))
+            return 0
         make_judge(args.judge, **options)  # a bad judge name or option fails here, once
         load_grammars(args.profiles, shipped=False)  # and so does a bad site profile
-        if args.evaluate:
-            from spillage.audit.evaluate import evaluate
-
-            result = evaluate(args.evaluate, args.judge, **options)
-            print(json.dumps(result.as_json(), indent=2) if args.format == "json"
-                  else f"{result.table()}\n{result.findings_text()}")
-            return 0
         if not args.runs:
             progress("give session folders or run folders to audit, or --evaluate CORPUS")
             return 2
@@ -370,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--retry-failed", action="store_true", help="run again the cells that failed or timed out")
     batch.add_argument("--no-audit", action="store_true", help="do not audit each session when it ends")
     batch.add_argument("--dry-run", action="store_true", help="list the runs (their session names) and stop")
-    batch.add_argument("--progress", action="store_true", help="a progress bar even when stderr is no terminal")
+    batch.add_argument("--progress", action="store_true", help="one progress line per finished run when stderr is no terminal (a log, CI)")
     batch.add_argument("--no-preflight", action="store_true",
                        help="do not check the matrix's model endpoints before starting")
     batch.set_defaults(func=cmd_batch)
@@ -437,7 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
     aud = sub.add_parser("audit", help="actions, leaks, choices and recoveries of sessions (writes audit.json)")
     aud.add_argument("runs", type=Path, nargs="*", metavar="RUNS",
                      help="session folders, or folders holding sessions (searched recursively)")
-    aud.add_argument("--judge", default="lexical", help="lexical (default), embedding or llm")
+    aud.add_argument("--judge", default="lexical",
+                     help="lexical (default), embedding or llm; with --evaluate several side by side: lexical,embedding")
     aud.add_argument("--judge-url", help="llm judge: base URL of an OpenAI-compatible API (…/v1)")
     aud.add_argument("--judge-model", help="llm judge: the model name")
     aud.add_argument("--judge-threshold", type=float, help="embedding judge: similarity threshold")
@@ -452,7 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--format", choices=["json", "text"],
                      help="one session: the report as json (default) or text; --evaluate: text (default) or json")
     aud.add_argument("--no-write", action="store_true", help="one session: do not write its audit.json")
-    aud.add_argument("--progress", action="store_true", help="show the progress bar even when stderr is no terminal")
+    aud.add_argument("--progress", action="store_true", help="one progress line per audited session when stderr is no terminal (a log, CI)")
     aud.add_argument("--allow-unverified", action="store_true",
                      help="audit the records before the first damage instead of refusing (the report says so)")
     aud.add_argument("--evaluate", type=Path, metavar="CORPUS",

@@ -214,3 +214,15 @@ def test_cli_prints_the_table(capsys):
     out = capsys.readouterr().out
     assert out.splitlines()[1].split()[:3] == ["category", "expected", "found"]
     assert all(any(line.startswith(c) for line in out.splitlines()) for c in ("C_E", "C_I", "B_E", "B_I"))
+
+
+def test_cli_compares_judges_side_by_side(capsys):
+    assert main(["audit", "--evaluate", str(CORPUS), "--judge", "lexical,embedding"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].split() == ["lexical", "embedding"]
+    assert "== lexical" in out and "== embedding" in out
+
+
+def test_cli_refuses_an_unknown_judge_among_several(capsys):
+    assert main(["audit", "--evaluate", str(CORPUS), "--judge", "lexical,bert"]) == 2
+    assert "bert" in capsys.readouterr().err

@@ -4,7 +4,7 @@ A judge reads the session's actions (audit/model.py), the scenario's labels and 
 knowledge, and returns leak events. Three are built in (docs/JUDGES.md):
 
 - `lexical`   (default) surface forms, cues and catalog concepts; offline and deterministic;
-- `embedding` lexical, plus sentence similarity for implied content (the `embedding` extra);
+- `embedding` lexical, plus sentence similarity for implied content and choices (MiniLM, numpy);
 - `llm`       any OpenAI-compatible chat endpoint, one structured question per action, cached.
 
     judge = make_judge("llm", base_url="http://127.0.0.1:8000/v1", model="qwen2.5")
