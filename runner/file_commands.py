@@ -22,7 +22,7 @@ def fail(command: str, message: str) -> int:
 def cmd_import(args) -> int:
     from spillage.proxy.layout import make_private_dir
     from spillage.proxy.signing import load_or_create_key
-    from spillage.runner.cli import spillage_home
+    from spillage.runner.console import spillage_home
     from spillage.proxy.formats.imports import ImportFailure
     from spillage.proxy.formats.imports import sniff_format
     from spillage.scenarios.loader import ScenarioError
@@ -54,10 +54,22 @@ def cmd_import(args) -> int:
         if isinstance(e, OSError):
             return fail("import", f"{e.filename or source}: {e.strerror or e}")
         raise
-    counts = ", ".join(f"{k} {v}" for k, v in record["counts"].items())
-    print(f"spillage: imported {source.name} ({fmt}): {counts}", file=sys.stderr)
+    for line in import_summary(source, fmt, record):
+        print(f"spillage: {line}", file=sys.stderr)
     print(out)
     return 0
+
+
+def import_summary(source: Path, fmt: str, record: dict) -> list[str]:
+    """What an import says on the console: its counts, its unknown bodies, what the file lacks."""
+    counts = record["counts"]
+    lines = [f"imported {source.name} ({fmt}): " + ", ".join(f"{k} {v}" for k, v in counts.items())]
+    if counts.get("unknown_bodies"):
+        lines.append(f"{counts['unknown_bodies']} bodies are not in the file: unknown, not empty "
+                     "(null in their records, each with an error record)")
+    if record["lacks"]:
+        lines.append(f"{source.name} lacks: {'; '.join(record['lacks'])}")
+    return lines
 
 
 def build_session(source: Path, fmt: str, session_dir: Path, name: str, scenario, seed: int,
@@ -96,7 +108,7 @@ def build_session(source: Path, fmt: str, session_dir: Path, name: str, scenario
         "status": "imported",
         "scenario": {"id": scenario.id, "file": scenario.file, "copy": SCENARIO_COPY,
                      "file_sha256": hashlib.sha256(Path(scenario.file).read_bytes()).hexdigest()},
-        "import": {key: record[key] for key in ("format", "file", "size", "sha256", "counts")},
+        "import": {key: record[key] for key in ("format", "file", "size", "sha256", "counts", "lacks")},
         "catalog": catalog,
         "started": started,
         "ended": utc_timestamp(),

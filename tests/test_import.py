@@ -5,6 +5,7 @@ pcaps are built here packet by packet with scapy's own layers, independently of 
 
 import hashlib
 import json
+import zipfile
 from itertools import zip_longest
 from pathlib import Path
 
@@ -143,7 +144,8 @@ def test_mitm_flows_refusals_streamed_bodies_errors_and_other_flows(tmp_path):
     assert run_import(tmp_path / "flows.mitm", tmp_path / "s") == 0
     session = tmp_path / "s"
     assert of_kind(session, "import")[0]["format"] == "mitm"
-    assert [r["flow"] for r in of_kind(session, "request")] == [flows[0].id, flows[2].id, flows[3].id]
+    began = sorted((flows[0], flows[2], flows[3]), key=lambda f: f.request.timestamp_start)  # stable
+    assert [r["flow"] for r in of_kind(session, "request")] == [f.id for f in began]   # in request order
     assert of_kind(session, "form")[0]["fields"] == [["product", "7"], ["note", "laid off"]]
     blocked = of_kind(session, "egress_blocked")
     # a search on an engine is the agent's, not the browser's background traffic
@@ -305,3 +307,180 @@ def test_pcap_segment_never_captured_is_noted_as_a_broken_stream(tmp_path):
     assert len(of_kind(session, "response")) == 1          # the search, before the gap
     note = of_kind(session, "error")[-1]["message"]
     assert note.startswith("tcp 10.0.0.2:50000 -> 10.0.0.1:80: HTTP not read on:") and "after 1 exchanges" in note
+
+
+# --- what real recorders write (tests/test_real_tools.py has their actual files) --------------
+
+PAGE_HTML = b"<html>kettles</html>"
+BEACON = b'{"t":"impression","page":"https://shop.test/"}'
+CART_FORM = b"product_id=10250&variant=0&qty=1"
+
+
+def har_entry(method: str, url: str, status: int, *, request_headers=(), response_headers=(), post=None,
+              body_size: int = 0, content=None, **extra) -> dict:
+    """One entry as Playwright writes it (fields this importer reads)."""
+    request = {"method": method, "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
+               "headers": [{"name": k, "value": v} for k, v in request_headers], "queryString": [],
+               "headersSize": -1, "bodySize": body_size}
+    if post is not None:
+        request["postData"] = post
+    response = {"status": status, "statusText": "", "httpVersion": "HTTP/1.1", "cookies": [],
+                "headers": [{"name": k, "value": v} for k, v in response_headers],
+                "content": content if content is not None else {"size": 0, "mimeType": "x-unknown"},
+                "redirectURL": "", "headersSize": -1, "bodySize": -1}
+    response.update(extra.pop("response", {}))
+    return {"startedDateTime": "2026-12-01T06:37:45.845Z", "time": 5, "request": request, "response": response,
+            "cache": {}, "timings": {"send": 0, "wait": 5, "receive": 0}, **extra}
+
+
+def playwright_har(entries: list[dict]) -> dict:
+    return {"log": {"version": "1.2", "creator": {"name": "Playwright", "version": "1.65.1"},
+                    "browser": {"name": "chromium", "version": "150.0.7871.100"}, "pages": [], "entries": entries}}
+
+
+def attach_entries() -> list[dict]:
+    """A page, a beacon and its 204 as record_har_content="attach" writes them: bodies in `_file`s."""
+    text = "text/plain;charset=UTF-8"
+    return [
+        har_entry("GET", "https://shop.test/", 200, content={"size": len(PAGE_HTML), "mimeType": "text/html",
+                                                             "_file": "a1.html"}),
+        har_entry("POST", "https://metrics.test/collect", 204, request_headers=[("Content-Type", text)],
+                  post={"mimeType": text, "text": "", "params": [], "_file": "b2.txt"}, body_size=len(BEACON),
+                  content={"size": -1, "mimeType": "x-unknown"}),
+    ]
+
+
+def test_playwright_attach_mode_reads_bodies_from_its_zip_or_beside_the_har(tmp_path, capsys):
+    files = {"a1.html": PAGE_HTML, "b2.txt": BEACON}
+    with zipfile.ZipFile(tmp_path / "pw.zip", "w") as z:
+        z.writestr("har.har", json.dumps(playwright_har(attach_entries())))
+        for name, data in files.items():
+            z.writestr(name, data)
+    (tmp_path / "beside").mkdir()
+    (tmp_path / "beside" / "pw.har").write_text(json.dumps(playwright_har(attach_entries())))
+    for name, data in files.items():
+        (tmp_path / "beside" / name).write_bytes(data)
+    for source in (tmp_path / "pw.zip", tmp_path / "beside" / "pw.har"):
+        out = tmp_path / f"s-{source.suffix[1:]}"
+        assert run_import(source, out) == 0
+        page, beacon = of_kind(out, "request")
+        assert read_body(out, of_kind(out, "response")[0]["body"]) == PAGE_HTML
+        assert read_body(out, beacon["body"]) == BEACON and of_kind(out, "beacon")[0]["event"] == "impression"
+        assert of_kind(out, "response")[1]["body"] is None and of_kind(out, "error") == []  # 204: empty, known
+        assert "unknown_bodies" not in of_kind(out, "import")[0]["counts"]
+    (tmp_path / "beside" / "b2.txt").unlink()
+    assert run_import(tmp_path / "beside" / "pw.har", tmp_path / "s-lost") == 0
+    assert of_kind(tmp_path / "s-lost", "request")[1]["body"] is None
+    lacks = of_kind(tmp_path / "s-lost", "import")[0]["lacks"]
+    assert "bodies whose attached files are missing (HAR attach mode)" in lacks
+
+
+def test_omitted_bodies_are_unknown_counted_and_said(tmp_path, capsys):
+    form = "application/x-www-form-urlencoded"
+    entries = [har_entry("POST", "https://shop.test/cart/add", 303, request_headers=[("Content-Type", form)],
+                         post={"mimeType": form, "text": "", "params": []}, body_size=len(CART_FORM),
+                         response_headers=[("Location", "/cart")], content={"size": 40, "mimeType": "text/html"})]
+    (tmp_path / "omit.har").write_text(json.dumps(playwright_har(entries)))
+    assert run_import(tmp_path / "omit.har", tmp_path / "s") == 0
+    session = tmp_path / "s"
+    cart = of_kind(session, "request")[0]
+    assert cart["body"] is None and of_kind(session, "response")[0]["body"] is None   # unknown, not b""
+    assert of_kind(session, "form") == []
+    assert [(e["request"], e["message"]) for e in of_kind(session, "error")] == [
+        (cart["seq"], "request body is not in the imported file: unknown, not empty"),
+        (cart["seq"], "response body is not in the imported file: unknown, not empty")]
+    provenance = of_kind(session, "import")[0]
+    assert provenance["counts"]["unknown_bodies"] == 2
+    assert provenance["lacks"] == ["beacons sent as a page unloads (browser-recorded HAR)",
+                                   "the browser's own requests, such as /favicon.ico (Playwright HAR)",
+                                   "request bodies (HAR omit mode)", "response bodies (HAR omit mode)"]
+    err = capsys.readouterr().err
+    assert "2 bodies are not in the file: unknown, not empty" in err
+    assert f"omit.har lacks: {'; '.join(provenance['lacks'])}" in err
+    assert json.loads((session / "meta.json").read_text())["import"]["lacks"] == provenance["lacks"]
+    assert f"the file lacks {'; '.join(provenance['lacks'])}" in verify(session).summary()
+
+
+def test_entry_without_response_is_a_request_and_an_error_never_status_minus_1(tmp_path):
+    entries = [har_entry("POST", "https://metrics.test/collect", -1, post={"mimeType": "text/plain", "text": "{}"},
+                         body_size=2, content={"size": -1, "mimeType": "x-unknown"},
+                         response={"_failureText": "net::ERR_ABORTED"})]
+    (tmp_path / "x.har").write_text(json.dumps(playwright_har(entries)))
+    assert run_import(tmp_path / "x.har", tmp_path / "s") == 0
+    assert of_kind(tmp_path / "s", "response") == []
+    assert [e["message"] for e in of_kind(tmp_path / "s", "error")] == ["net::ERR_ABORTED"]
+    assert "answers to requests the browser cancelled (HAR)" in of_kind(tmp_path / "s", "import")[0]["lacks"]
+    assert main(["export", str(tmp_path / "s"), "--format", "pcap", "--out", str(tmp_path / "x.pcap")]) == 0
+    assert b"HTTP/1.1 -1" not in (tmp_path / "x.pcap").read_bytes()
+
+
+@pytest.mark.parametrize("method, status, headers, unknown", [
+    ("POST", 204, [], False),
+    ("GET", 304, [], False),
+    ("GET", 101, [], False),
+    ("HEAD", 200, [], False),
+    ("POST", 303, [("content-length", "0")], False),   # a redirect whose body Playwright did not keep
+    ("GET", 200, [], True),
+])
+def test_bodiless_answers_are_empty_not_unknown(tmp_path, method, status, headers, unknown):
+    entries = [har_entry(method, "https://shop.test/x", status, response_headers=headers,
+                         content={"size": -1, "mimeType": "x-unknown"})]
+    (tmp_path / "x.har").write_text(json.dumps(playwright_har(entries)))
+    assert run_import(tmp_path / "x.har", tmp_path / "s") == 0
+    assert of_kind(tmp_path / "s", "response")[0]["status"] == status
+    assert bool(of_kind(tmp_path / "s", "import")[0]["counts"].get("unknown_bodies")) == unknown
+
+
+def test_playwright_cache_hit_never_crossed_the_wire(tmp_path):
+    page = {"size": 5, "mimeType": "text/html", "text": "hello"}
+    entries = [har_entry("GET", "https://shop.test/p/1", 200, content=page, response={"_transferSize": 0, "headersSize": 135}),
+               har_entry("POST", "https://shop.test/cart/add", 303, response_headers=[("content-length", "0")],
+                         response={"_transferSize": 0, "headersSize": 0})]   # a redirect: sizes unknown, sent
+    (tmp_path / "x.har").write_text(json.dumps(playwright_har(entries)))
+    assert run_import(tmp_path / "x.har", tmp_path / "s") == 0
+    assert [r["url"] for r in of_kind(tmp_path / "s", "request")] == ["https://shop.test/cart/add"]
+
+
+@pytest.mark.parametrize("types, fields", [
+    (["application/x-www-form-urlencoded", "application/x-www-form-urlencoded"],   # chrome-har
+     [["product_id", "10250"], ["variant", "0"], ["qty", "1"]]),
+    (["application/x-www-form-urlencoded", "text/plain"], None),                   # no one can tell
+])
+def test_repeated_content_type_is_one_media_type_when_its_values_agree(tmp_path, types, fields):
+    post = {"mimeType": types[0], "text": CART_FORM.decode()}
+    entries = [har_entry("POST", "https://shop.test/cart/add", 303, post=post, body_size=len(CART_FORM),
+                         request_headers=[("Content-Type", types[0]), ("content-type", types[1])])]
+    (tmp_path / "x.har").write_text(json.dumps({"log": {"creator": {"name": "chrome-har"}, "entries": entries}}))
+    assert run_import(tmp_path / "x.har", tmp_path / "s") == 0
+    assert [f["fields"] for f in of_kind(tmp_path / "s", "form")] == ([fields] if fields else [])
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"response": {"status": 1000}}, "log.entries[1]: a response record the capture schema accepts (status: 1000 is"),
+    ({"request": {"method": "GE T"}}, "log.entries[1]: a request record the capture schema accepts (method: 'GE T'"),
+    ({"_flowId": ""}, "log.entries[1]: a request record the capture schema accepts (flow: '' should be non-empty"),
+])
+def test_a_record_the_schema_refuses_fails_the_import_naming_the_entry(tmp_path, capsys, change, expected):
+    entries = attach_entries()
+    for key, value in change.items():
+        if isinstance(value, dict):
+            entries[1][key].update(value)
+        else:
+            entries[1][key] = value
+    (tmp_path / "odd.har").write_text(json.dumps(playwright_har(entries)))
+    out = tmp_path / "runs" / "s"
+    assert run_import(tmp_path / "odd.har", out) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"spillage import: {tmp_path / 'odd.har'}: {expected}")
+    assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_mitm_flows_written_as_they_completed_are_logged_in_request_order(tmp_path):
+    early, late = tflow.tflow(resp=True), tflow.tflow(resp=True)
+    early.request.timestamp_start, late.request.timestamp_start = 100.0, 100.5
+    with open(tmp_path / "f.mitm", "wb") as f:
+        writer = mitmio.FlowWriter(f)
+        writer.add(late)      # mitmdump -w writes a flow once its response is done
+        writer.add(early)
+    assert run_import(tmp_path / "f.mitm", tmp_path / "s") == 0
+    assert [r["flow"] for r in of_kind(tmp_path / "s", "request")] == [early.id, late.id]

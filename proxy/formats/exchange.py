@@ -37,6 +37,7 @@ class Exchange:
     response: http.Response | None = None
     error: str | None = None
     unknown_bodies: tuple[str, ...] = ()   # REQUEST / RESPONSE: the file did not hold that body
+    where: str = ""                        # where in the file it was read (`log.entries[3]`), if the reader says
 
     def refusal(self) -> dict | None:
         """How our proxy refused this request ({background, reason}), or None if it did not.
@@ -65,6 +66,13 @@ class Opaque:
     message: str
     counter: str = "opaque_streams"   # the import record's count this note adds to
 
+
+@dataclass(frozen=True)
+class Lack:
+    """Something the file cannot carry, for the import record's `lacks`: a short phrase naming it and
+    the kind of file that lacks it, e.g. `request bodies (HAR omit mode)` (docs/CAPTURE_FILES.md)."""
+
+    what: str
 
 
 def make_request(method: str, url: str, http_version: str, headers: list[tuple[bytes, bytes]],

@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Iterable
 
 from mitmproxy import http
+from mitmproxy.net.http import multipart
 
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 BEACON_EVENT_FIELDS = ("t", "type", "event")
@@ -68,15 +69,26 @@ def beacon_payload(body: bytes) -> tuple[str, object]:
 
 def form_fields(request: http.Request) -> tuple[str, list[list[str]]] | None:
     """(enctype, [[name, value], ...]) when the request body is a submitted form, else None."""
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type not in FORM_TYPES or not request.raw_content:
+    content_type = single_content_type(request)
+    media_type = content_type.split(";")[0].strip().lower()
+    if media_type not in FORM_TYPES or not request.raw_content:
         return None
-    if content_type == "multipart/form-data":
-        items = request.multipart_form.items(multi=True)
+    if media_type == "multipart/form-data":
+        try:
+            items = multipart.decode_multipart(content_type, request.get_content(strict=False) or b"")
+        except ValueError:
+            items = []
         fields = [[k.decode("utf-8", "replace"), v.decode("utf-8", "replace")] for k, v in items]
     else:
         fields = [[clean_text(k), clean_text(v)] for k, v in request.urlencoded_form.items(multi=True)]
-    return content_type, fields
+    return media_type, fields
+
+
+def single_content_type(request: http.Request) -> str:
+    """The request's Content-Type, sent once or repeated with the same value (as chrome-har's HARs
+    repeat it); "" when absent or when repeated values disagree, as then no one can tell the body's type."""
+    values = {v.strip() for v in request.headers.get_all("content-type")}
+    return values.pop() if len(values) == 1 else ""
 
 
 def is_beacon(request: http.Request, beacon_urls: Iterable[str]) -> bool:

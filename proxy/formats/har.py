@@ -1,10 +1,13 @@
 """HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) in and out.
 
-Reads what Chrome DevTools, Playwright's `record_har` and browser-use's `record_har_path` write:
-`postData.text` or only `postData.params`, base64 `content.encoding`, bodies kept in sidecar files
-(`_file`, browser-use's attach mode), omitted bodies (unknown, not empty), HTTP/2 pseudo-headers
-(dropped: the proxy never sees them either), entries served from the browser's cache (skipped: they
-never crossed the wire). A HAR is one JSON document, so it is read whole.
+Reads what Chrome DevTools, Playwright's `record_har`, browser-use's `record_har_path`, chrome-har and
+mitmproxy's `hardump` write: `postData.text` or only `postData.params`, base64 `content.encoding`,
+bodies kept in attached files (`_file`: in Playwright's zip container, beside the HAR, or in
+browser-use's `<name>_har_parts/`), omitted bodies (unknown, not empty), entries without a response
+(Chrome's status 0, Playwright's -1), HTTP/2 pseudo-headers (dropped: the proxy never sees them either),
+entries served from the browser's cache (Chrome's `_fromCache`, Playwright's `_transferSize` 0: skipped,
+they never crossed the wire). What the file cannot
+carry is said as `Lack`s. A HAR is one JSON document, so it is read whole.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import zipfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
@@ -24,6 +29,7 @@ from spillage.proxy.formats.exchange import REQUEST
 from spillage.proxy.formats.exchange import RESPONSE
 from spillage.proxy.formats.exchange import Exchange
 from spillage.proxy.formats.exchange import FormatError
+from spillage.proxy.formats.exchange import Lack
 from spillage.proxy.formats.exchange import latin1_pairs
 from spillage.proxy.formats.exchange import make_request
 from spillage.proxy.formats.exchange import make_response
@@ -31,27 +37,113 @@ from spillage.proxy.version import SPILLAGE_VERSION
 
 NO_BODY_METHODS = ("GET", "HEAD", "OPTIONS", "CONNECT")
 FLOW_FIELD = "_flowId"   # our custom field: the flow id of the record the entry came from
+ZIP_MAGIC = b"PK\x03\x04"
+# HAR creators that record in the browser (log.browser says so too); mitmproxy and spillage record on the wire
+BROWSER_RECORDERS = ("webinspector", "firefox", "playwright", "browser-use", "chrome-har", "browsertime")
+
+# What a HAR cannot carry (the import record's `lacks`; docs/CAPTURE_FILES.md)
+LACK_UNLOAD_BEACONS = "beacons sent as a page unloads (browser-recorded HAR)"
+LACK_NO_ANSWER = "requests that got no answer (chrome-har drops them)"
+LACK_OWN_REQUESTS = "the browser's own requests, such as /favicon.ico (Playwright HAR)"
+LACK_CANCELLED = "answers to requests the browser cancelled (HAR)"
+LACK_REQUEST_BODIES = "request bodies (HAR omit mode)"
+LACK_RESPONSE_BODIES = "response bodies (HAR omit mode)"
+LACK_ATTACHED = "bodies whose attached files are missing (HAR attach mode)"
 
 
-def read_har(path: Path) -> Iterator[Exchange]:
-    """The exchanges of a HAR file, in file order; FormatError names the entry and field at fault."""
+def read_har(path: Path) -> Iterator[Exchange | Lack]:
+    """The exchanges of a HAR file (or of Playwright's zip of a HAR and its attachments), in file order,
+    each new thing the file lacks before the first exchange it shows in; FormatError names the entry and
+    field at fault."""
+    with har_source(path) as (data, attachments):
+        log = field(parse_json(data), "log", dict, "")
+        entries = field(log, "entries", list, "log")
+        said: set[str] = set()
+        for what in recorder_lacks(log):
+            said.add(what)
+            yield Lack(what)
+        for n, entry in enumerate(entries):
+            where = f"log.entries[{n}]"
+            if not isinstance(entry, dict):
+                raise FormatError(where, "an object")
+            item, lacks = entry_exchange(entry, where, n, attachments)
+            for what in lacks:
+                if what not in said:
+                    said.add(what)
+                    yield Lack(what)
+            if item is not None:
+                yield item
+
+
+class Attachments:
+    """The files a HAR names in `_file`: members of its zip container, or files in `folders`."""
+
+    def __init__(self, folders: Iterable[Path] = (), archive: zipfile.ZipFile | None = None) -> None:
+        self.folders = list(folders)
+        self.archive = archive
+
+    def read(self, obj: dict) -> bytes | None:
+        """The bytes of the file `obj["_file"]` names; None when it names none or it is not there."""
+        name = obj.get("_file")
+        if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith("."):
+            return None
+        if self.archive is not None:
+            try:
+                return self.archive.read(name)
+            except KeyError:
+                return None
+            except (zipfile.BadZipFile, OSError) as e:
+                raise FormatError(f"zip member {name}", f"a readable zip member ({e})") from None
+        for folder in self.folders:
+            try:
+                return (folder / name).read_bytes()
+            except OSError:
+                continue
+        return None
+
+
+@contextmanager
+def har_source(path: Path) -> Iterator[tuple[bytes, Attachments]]:
+    """The HAR document's bytes and its attachments: the one `.har` member of a zip container, or the
+    file itself with the files beside it (Playwright) and in `<name>_har_parts/` (browser-use)."""
+    with open(path, "rb") as f:
+        zipped = f.read(4) == ZIP_MAGIC
+    if not zipped:
+        yield path.read_bytes(), Attachments([path.parent / f"{path.stem}_har_parts", path.parent])
+        return
     try:
-        with open(path, "rb") as f:
-            har = json.loads(f.read().decode("utf-8-sig"))
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if n.endswith(".har") and "/" not in n]
+            if len(names) != 1:
+                raise FormatError("zip", f"one .har file in the zip container, not {len(names)}")
+            data = archive.read(names[0])
+            yield data, Attachments(archive=archive)
+    except zipfile.BadZipFile as e:
+        raise FormatError("zip", f"a zip container ({e})") from None
+
+
+def parse_json(data: bytes) -> Any:
+    """The HAR document; FormatError for text that is not UTF-8 JSON."""
+    try:
+        return json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as e:
         raise FormatError(f"byte {e.start}", "UTF-8 text (a HAR file is JSON)") from None
     except json.JSONDecodeError as e:
         raise FormatError(f"line {e.lineno} column {e.colno}", f"valid JSON ({e.msg})") from None
-    entries = field(har, "log", dict, "")
-    entries = field(entries, "entries", list, "log")
-    sidecar = path.parent / f"{path.stem}_har_parts"
-    for n, entry in enumerate(entries):
-        where = f"log.entries[{n}]"
-        if not isinstance(entry, dict):
-            raise FormatError(where, "an object")
-        item = entry_exchange(entry, where, n, sidecar)
-        if item is not None:
-            yield item
+
+
+def recorder_lacks(log: dict) -> list[str]:
+    """What the HAR lacks because of who recorded it (`log.creator`, `log.browser`)."""
+    creator = log.get("creator")
+    name = str(creator.get("name", "")).lower() if isinstance(creator, dict) else ""
+    lacks = []
+    if "browser" in log or name in BROWSER_RECORDERS:
+        lacks.append(LACK_UNLOAD_BEACONS)
+    if name == "chrome-har":
+        lacks.append(LACK_NO_ANSWER)
+    if name == "playwright":
+        lacks.append(LACK_OWN_REQUESTS)
+    return lacks
 
 
 KIND_NAMES = {dict: "an object", list: "an array", str: "a string", int: "a number"}
@@ -65,17 +157,20 @@ def field(obj: Any, name: str, kind: type, where: str) -> Any:
     return value
 
 
-def entry_exchange(entry: dict, where: str, n: int, sidecar: Path) -> Exchange | None:
-    """One entry as an Exchange; None for what never crossed the wire (cache hits, data: URLs)."""
+def entry_exchange(entry: dict, where: str, n: int,
+                   attachments: Attachments) -> tuple[Exchange | None, tuple[str, ...]]:
+    """One entry as an Exchange (None for what never crossed the wire: cache hits, data: URLs) and what
+    the entry shows the file lacks."""
     req = field(entry, "request", dict, where)
     res = field(entry, "response", dict, where)
     method = field(req, "method", str, f"{where}.request")
     url = field(req, "url", str, f"{where}.request")
-    if entry.get("_fromCache") in ("memory", "disk") or urlsplit(url).scheme not in ("http", "https", ""):
-        return None
+    if from_cache(entry, res) or urlsplit(url).scheme not in ("http", "https", ""):
+        return None, ()
     started = timestamp(entry.get("startedDateTime"), f"{where}.startedDateTime")
     headers = har_headers(req, f"{where}.request")
-    body, unknown = request_body(req, method, f"{where}.request", sidecar)
+    body, request_lack = request_body(req, method, f"{where}.request", attachments)
+    unknown = (REQUEST,) if request_lack else ()
     if method.upper() == "CONNECT" and "://" in url:
         url = urlsplit(url).netloc
     try:
@@ -84,15 +179,27 @@ def entry_exchange(entry: dict, where: str, n: int, sidecar: Path) -> Exchange |
         raise FormatError(f"{where}.request.url", e.expected) from None
     flow = entry.get(FLOW_FIELD) if isinstance(entry.get(FLOW_FIELD), str) else f"har-{n}"
     status = field(res, "status", int, f"{where}.response")
-    if status == 0:  # Chrome: the request failed or was blocked before an answer came
-        error = res.get("_error") or entry.get("_error") or "no response in the HAR file"
-        return Exchange(flow, request, None, str(error), unknown)
+    if status <= 0:  # no response: Chrome's 0 (failed, blocked), Playwright's -1 (also: not waited for)
+        error = str(res.get("_failureText") or res.get("_error") or entry.get("_error")
+                    or "no response in the HAR file")
+        lacks = (request_lack, LACK_CANCELLED if error == "net::ERR_ABORTED" else None)
+        return Exchange(flow, request, None, error, unknown, where), tuple(filter(None, lacks))
     res_headers = har_headers(res, f"{where}.response")
-    content, res_unknown = response_body(res, res_headers, f"{where}.response", sidecar)
+    content, response_lack = response_body(res, status, method, res_headers, f"{where}.response", attachments)
     ended = started + max(float(entry.get("time") or 0), 0) / 1000
     response = make_response(status, str(res.get("statusText") or ""), http_version(res),
                              res_headers, content, ended)
-    return Exchange(flow, request, response, None, unknown + res_unknown)
+    unknown += (RESPONSE,) if response_lack else ()
+    return Exchange(flow, request, response, None, unknown, where), tuple(filter(None, (request_lack, response_lack)))
+
+
+def from_cache(entry: dict, res: dict) -> bool:
+    """True for an entry the browser served from its cache: Chrome's `_fromCache`, or Playwright's
+    response whose headers it knew while nothing was transferred (`_transferSize` 0, `headersSize` > 0)."""
+    if entry.get("_fromCache") in ("memory", "disk"):
+        return True
+    sizes = res.get("_transferSize"), res.get("headersSize")
+    return all(isinstance(n, int) and not isinstance(n, bool) for n in sizes) and sizes[0] == 0 and sizes[1] > 0
 
 
 def timestamp(value: Any, where: str) -> float:
@@ -140,46 +247,58 @@ def decoded_text(obj: dict, where: str) -> bytes:
     return text.encode("utf-8")
 
 
-def sidecar_bytes(obj: dict, sidecar: Path) -> bytes | None:
-    """A body browser-use kept in `<har>_har_parts/<_file>`; None when it is not there."""
-    name = obj.get("_file")
-    if not isinstance(name, str) or "/" in name or name.startswith("."):
-        return None
-    try:
-        return (sidecar / name).read_bytes()
-    except OSError:
-        return None
+def request_body(req: dict, method: str, where: str, attachments: Attachments) -> tuple[bytes | None, str | None]:
+    """The request body, or None and what the HAR lacks when it does not hold it: never b'' for unknown.
 
-
-def request_body(req: dict, method: str, where: str, sidecar: Path) -> tuple[bytes | None, tuple[str, ...]]:
-    """The request body and, if the HAR lacks it, (REQUEST,) — with `None`, never b'' for unknown."""
+    A `text` of "" (or no params) where `bodySize` says there were bytes is an omitted body (Playwright's
+    omit and attach modes write exactly that, the latter with the bytes in `_file`)."""
+    size = req.get("bodySize")
+    claimed = isinstance(size, int) and not isinstance(size, bool) and size > 0
     post = req.get("postData")
     if isinstance(post, dict):
-        if "text" in post:
-            return decoded_text(post, f"{where}.postData"), ()
-        if (data := sidecar_bytes(post, sidecar)) is not None:
-            return data, ()
-        params = post.get("params")
-        if isinstance(params, list) and "urlencoded" in str(post.get("mimeType", "")):
-            pairs = [(field(p, "name", str, f"{where}.postData.params[{i}]"), str(p.get("value", "")))
-                     for i, p in enumerate(params)]
-            return urlencode(pairs).encode("ascii"), ()
-        return None, (REQUEST,)
-    size = req.get("bodySize")
-    if isinstance(size, int) and (size > 0 or size < 0 and method.upper() not in NO_BODY_METHODS):
-        return None, (REQUEST,)
-    return b"", ()
+        if (data := attachments.read(post)) is not None:
+            return data, None
+        data = post_text(post, f"{where}.postData")
+        if data is not None and (data or not claimed):
+            return data, None
+        return None, LACK_ATTACHED if "_file" in post else LACK_REQUEST_BODIES
+    if claimed or size == -1 and method.upper() not in NO_BODY_METHODS:
+        return None, LACK_REQUEST_BODIES
+    return b"", None
 
 
-def response_body(res: dict, headers: list[tuple[bytes, bytes]], where: str,
-                  sidecar: Path) -> tuple[bytes | None, tuple[str, ...]]:
-    """The response body as it crossed the wire (HAR text is decoded: content-encoding is redone)."""
+def post_text(post: dict, where: str) -> bytes | None:
+    """postData's bytes from `text`, else rebuilt from urlencoded `params`; None when it has neither."""
+    if "text" in post:
+        return decoded_text(post, where)
+    params = post.get("params")
+    if isinstance(params, list) and "urlencoded" in str(post.get("mimeType", "")):
+        pairs = [(field(p, "name", str, f"{where}.params[{i}]"), str(p.get("value", ""))) for i, p in enumerate(params)]
+        return urlencode(pairs).encode("ascii")
+    return None
+
+
+def bodiless(status: int, method: str, headers: list[tuple[bytes, bytes]]) -> bool:
+    """True when the response has no body by HTTP's rules (1xx, 204, 304, an answer to HEAD) or by its own
+    `Content-Length: 0` (a redirect whose body Playwright did not keep): empty, not unknown."""
+    if status < 200 or status in (204, 304) or method.upper() == "HEAD":
+        return True
+    lengths = {v.strip() for k, v in headers if k.lower() == b"content-length"}
+    return lengths == {b"0"}
+
+
+def response_body(res: dict, status: int, method: str, headers: list[tuple[bytes, bytes]], where: str,
+                  attachments: Attachments) -> tuple[bytes | None, str | None]:
+    """The response body as it crossed the wire (HAR text is decoded: content-encoding is redone), or
+    None and what the HAR lacks when it does not hold it."""
     content = field(res, "content", dict, where)
-    if "text" in content:
-        data = decoded_text(content, f"{where}.content")
-    elif (data := sidecar_bytes(content, sidecar)) is None:
-        size = content.get("size")
-        return (b"", ()) if size == 0 else (None, (RESPONSE,))
+    if (data := attachments.read(content)) is None:
+        if "text" in content:
+            data = decoded_text(content, f"{where}.content")
+        elif content.get("size") == 0 or bodiless(status, method, headers):
+            return b"", None
+        else:
+            return None, LACK_ATTACHED if "_file" in content else LACK_RESPONSE_BODIES
     coding = next((v.decode("latin-1").strip().lower() for k, v in headers
                    if k.lower() == b"content-encoding"), "identity")
     if data and coding not in ("", "identity"):
@@ -187,7 +306,7 @@ def response_body(res: dict, headers: list[tuple[bytes, bytes]], where: str,
             data = encoding.encode(data, coding)
         except ValueError:
             pass  # an encoding mitmproxy does not know: keep the bytes the HAR holds
-    return data, ()
+    return data, None
 
 
 # --- writing ---------------------------------------------------------------------------------
