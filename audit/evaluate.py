@@ -36,6 +36,9 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
+from spillage.proxy.documents import DocumentError
+from spillage.proxy.documents import load_json
+
 EXPECTED_NAME = "expected.json"
 FORMAT, VERSION = "spillage-corpus", 1
 CATEGORIES = ("C_E", "C_I", "B_E", "B_I")  # as in spillage.audit.model
@@ -206,9 +209,9 @@ def load_expected(corpus_dir: Path) -> dict:
     if not path.is_file():
         raise CorpusError(f"{path}: no {EXPECTED_NAME}; is {corpus_dir} a labelled corpus?")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CorpusError(f"{path}: not valid JSON: {e}") from None
+        doc = load_json(path, 64 << 20, EXPECTED_NAME)
+    except DocumentError as e:
+        raise CorpusError(str(e)) from None
 
     def bad(where: str, what: str):
         raise CorpusError(f"{path}: {where}: {what}")

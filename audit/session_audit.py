@@ -1,13 +1,12 @@
 """Audit one session folder: its capture log, its scenario and its site's catalog, nothing else."""
 
 import json
-import os
 import sqlite3
-import tempfile
 from collections import Counter
 from itertools import islice
 from pathlib import Path
 
+from spillage.proxy.documents import atomic_file
 from spillage.audit.actions import ActionBuilder
 from spillage.audit.choices import choices
 from spillage.audit.judges import Judge
@@ -156,15 +155,9 @@ def session_scenario(session_dir: Path) -> Scenario:
 def write_report(session_dir: Path, report: dict) -> Path:
     """Write `report` as the session's audit.json, atomically; its path."""
     path = Path(session_dir) / REPORT_NAME
-    fd, tmp = tempfile.mkstemp(prefix=".audit-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(report, out, indent=1, ensure_ascii=False)
-            out.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic_file(path) as out:
+        json.dump(report, out, indent=1, ensure_ascii=False)
+        out.write("\n")
     return path
 
 

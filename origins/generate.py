@@ -21,7 +21,6 @@ import yaml
 
 from spillage.scenarios.model import CONDITIONS
 from spillage.scenarios.model import SITES
-from spillage.scenarios.model import Attribute
 from spillage.scenarios.model import attribute_concepts
 from spillage.scenarios.model import Scenario
 from spillage.scenarios.vocabulary import Vocabulary

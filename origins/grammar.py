@@ -15,6 +15,9 @@ from urllib.parse import unquote
 
 import yaml
 
+from spillage.proxy.documents import DocumentError
+from spillage.proxy.documents import compose_yaml
+
 SHIPPED = Path(str(files("spillage.audit") / "profiles"))
 PATTERN_KEYS = ("category_path", "section_path", "product_path", "suggest_path", "cart_add_path",
                 "facet_separator", "facet_value", "aspect_params")
@@ -123,15 +126,15 @@ def load_grammars(dirs=(), shipped: bool = True) -> dict[str, Grammar]:
     return grammars
 
 
+MAX_PROFILE_BYTES = 1 << 20  # a profile is a few KB
+
+
 def load_profile(path: Path) -> tuple[str, Grammar]:
     """(site host, grammar) of one profile file; ProfileError naming file, line and key when it is bad."""
     try:
-        root = yaml.compose(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise ProfileError(path, None, "", f"cannot read: {e}") from e
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise ProfileError(path, mark.line + 1 if mark else None, "", f"not YAML: {getattr(e, 'problem', e)}") from e
+        root = compose_yaml(path, MAX_PROFILE_BYTES, "site profile")
+    except DocumentError as e:
+        raise ProfileError(e.path, e.line, "", e.problem) from None
     if not isinstance(root, yaml.MappingNode):
         raise ProfileError(path, root.start_mark.line + 1 if root else None, "", "expected a mapping of keys")
     values, lines = {}, {}

@@ -34,6 +34,8 @@ from spillage.proxy.signing import checkpoint_message
 FORMAT_VERSION = 2
 GENESIS = "0" * 64
 DEFAULT_INLINE_LIMIT = 64 * 1024
+MAX_INLINE_LIMIT = 4 << 20   # bodies above this go to blobs whatever the option says, so that
+MAX_LINE_BYTES = 64 << 20    # no record line (escaping grows text up to 6 times) ever reaches this
 DEFAULT_CHECKPOINT_EVERY = 256      # records between signed checkpoints ...
 DEFAULT_CHECKPOINT_INTERVAL = 1.0   # ... or seconds, whichever comes first
 SCHEMA_PATH = Path(__file__).with_name("capture.schema.json")
@@ -129,11 +131,15 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[Line]:
     """Yield the records of a log one line at a time.
 
     Raises `TornLineError` for a last line without newline or not valid JSON, and
-    `CaptureError` for any other line that is not a JSON object.
+    `CaptureError` for any other line that is not a JSON object or is MAX_LINE_BYTES or longer
+    (no writer of ours writes one: it is refused before it is read whole).
     """
     log = capture_path(path)
     with open(log, "rb") as f:
-        for lineno, raw in enumerate(f, start=1):
+        for lineno, raw in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES), b""), start=1):
+            if len(raw) >= MAX_LINE_BYTES:
+                raise CaptureError(f"not a record: the line is {MAX_LINE_BYTES} bytes or longer",
+                                   path=log, line=lineno)
             if not raw.endswith(b"\n"):
                 raise TornLineError(
                     "last line is torn: no newline at end of file", path=log, line=lineno
@@ -231,7 +237,8 @@ def intact_chain(path: str | os.PathLike[str]) -> ChainState:
     for line in iter_records(log):
         rec = line.record
         seq = rec.get("seq")
-        if rec.get("hash") != _safe_hash(rec) or seq != count or rec.get("prev") != head:
+        digest = _safe_hash(rec)
+        if digest is None or rec.get("hash") != digest or seq != count or rec.get("prev") != head:
             raise CaptureError("hash chain is broken here (run `spillage verify` for details)",
                                path=log, line=line.lineno, seq=seq if isinstance(seq, int) else None)
         if rec.get("kind") in SEAL_KINDS:
@@ -242,7 +249,7 @@ def intact_chain(path: str | os.PathLike[str]) -> ChainState:
         if rec.get("kind") == "checkpoint" and isinstance(rec.get("records"), int):
             last_signed = rec["records"]
         frontier.append(leaf_hash(line.raw))
-        count, head = count + 1, rec["hash"]
+        count, head = count + 1, digest
     return ChainState(count, head, frontier, session, signed, last_signed)
 
 
@@ -320,8 +327,8 @@ class CaptureWriter:
         checkpoint_interval: float = DEFAULT_CHECKPOINT_INTERVAL,
         on_checkpoint: OnCheckpoint | None = None,
     ) -> None:
-        if inline_limit < 0:
-            raise ValueError("inline_limit must be >= 0")
+        if not 0 <= inline_limit <= MAX_INLINE_LIMIT:
+            raise ValueError(f"inline_limit must be in [0, {MAX_INLINE_LIMIT}]")
         if not fsync_interval > 0 or not checkpoint_interval > 0:
             raise ValueError("fsync_interval and checkpoint_interval must be > 0")
         if checkpoint_every < 1:
@@ -452,6 +459,8 @@ class CaptureWriter:
         }
         record["hash"] = record_hash(record)
         line = canonical_json(record)
+        if len(line) + 1 >= MAX_LINE_BYTES:  # headers no server sends: refused, and readers refuse such lines
+            raise ValueError(f"{kind} record of {len(line)} bytes: over {MAX_LINE_BYTES} bytes")
         try:
             _write_all(self._fd, line + b"\n")  # type: ignore[arg-type]
         except BaseException as exc:

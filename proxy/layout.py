@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from spillage.proxy.documents import load_json
+
 LOG_NAME = "capture.jsonl"
 BLOB_DIR = "blobs"
 META_NAME = "meta.json"
@@ -23,6 +25,7 @@ TORN_TAIL = "capture.torn"          # the bytes of a torn last line, moved aside
 SCENARIO_COPY = "scenario.yaml"
 CATALOG_COPY = "catalog.sqlite"
 REPORT_NAME = "audit.json"
+MAX_AUDIT_BYTES = 64 << 20  # an audit.json of 10,000 actions is about 20 MB
 PROXY_LOG = "proxy.log"
 ORIGINS_LOG = "origins.log"
 
@@ -132,16 +135,16 @@ def write_meta(session_dir: Path, meta: dict) -> None:
     tmp.replace(session_dir / META_NAME)
 
 
+MAX_META_BYTES = 1 << 20  # a few KB in practice
+
+
 def read_meta(session_dir: Path) -> dict[str, Any] | None:
     """The session's meta.json, or None when there is none; ValueError naming the file when it is not
     a JSON object."""
     path = Path(session_dir) / META_NAME
-    try:
-        meta = json.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         return None
-    except (ValueError, RecursionError) as exc:
-        raise ValueError(f"{path}: not valid JSON: {' '.join(str(exc).split())}") from None
+    meta = load_json(path, MAX_META_BYTES, META_NAME)  # a DocumentError is a ValueError naming the file
     if not isinstance(meta, dict):
         raise ValueError(f"{path}: not a JSON object")
     return meta

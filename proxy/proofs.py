@@ -8,14 +8,16 @@ A consistency proof shows that a later signed head of the log extends an earlier
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spillage.proxy.capturelog import MAX_LINE_BYTES
 from spillage.proxy.capturelog import canonical_json
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import record_hash
+from spillage.proxy.documents import DocumentError
+from spillage.proxy.documents import load_json
 from spillage.proxy.layout import capture_path
 from spillage.proxy.merkle import consistency_proof
 from spillage.proxy.merkle import inclusion_proof
@@ -37,7 +39,11 @@ SIGNER_FIELDS = ("session", "key", "issuer", "issued", "certificate")
 
 
 class ProofError(Exception):
-    """A proof that cannot be made (the log does not verify, no such record) or read."""
+    """A proof that cannot be made (the log does not verify) or read."""
+
+
+class ProofRequestError(ProofError):
+    """A proof asked of what the log does not hold: an unsigned log, no such record or signed head."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,7 @@ def read_signed_log(session: Path, key: str | None) -> SignedLog:
     if not result.ok:
         raise ProofError(f"the log does not verify: {result.summary()}")
     if result.signed is None:
-        raise ProofError(f"{capture_path(session)}: the log is unsigned, so nothing can be proved from it")
+        raise ProofRequestError(f"{capture_path(session)}: the log is unsigned, so nothing can be proved from it")
     leaves, heads, signer = [], {}, {}
     for line in iter_records(session):
         rec = line.record
@@ -72,7 +78,7 @@ def prove_inclusion(session: Path, seq: int, key: str | None = None) -> dict[str
     """The inclusion proof of record `seq` under the log's final signed head."""
     log = read_signed_log(session, key)
     if not 0 <= seq < log.final:
-        raise ProofError(f"seq {seq}: the final signed head covers records 0 to {log.final - 1}")
+        raise ProofRequestError(f"seq {seq}: the final signed head covers records 0 to {log.final - 1}")
     record = next(line.record for line in iter_records(session) if line.record["seq"] == seq)
     path = inclusion_proof(log.leaves, seq, log.final)
     return {"format": PROOF_FORMAT, "version": PROOF_VERSION, "type": "inclusion",
@@ -86,23 +92,24 @@ def prove_consistency(session: Path, old: int, new: int, key: str | None = None)
     sizes = sorted(log.heads)
     for size in (old, new):
         if size not in log.heads:
-            raise ProofError(f"no signed head of tree size {size}; this log's are {', '.join(map(str, sizes))}")
+            raise ProofRequestError(f"no signed head of tree size {size}; this log's are {', '.join(map(str, sizes))}")
     if not 0 < old <= new:
-        raise ProofError(f"--consistency A B needs 0 < A <= B, got {old} and {new}")
+        raise ProofRequestError(f"--consistency A B needs 0 < A <= B, got {old} and {new}")
     path = consistency_proof(log.leaves, old, new)
     return {"format": PROOF_FORMAT, "version": PROOF_VERSION, "type": "consistency",
             "old_head": log.heads[old], "new_head": log.heads[new],
             "proof": [h.hex() for h in path], "signer": log.signer}
 
 
+MAX_PROOF_BYTES = 2 * MAX_LINE_BYTES  # the record's line, and a few hundred hashes
+
+
 def load_proof(path: Path) -> dict[str, Any]:
     """A proof file's JSON; ProofError naming the file when it is not one."""
     try:
-        proof = json.loads(Path(path).read_text("utf-8"))
-    except OSError as exc:
-        raise ProofError(f"{path}: {exc.strerror or exc}") from None
-    except (ValueError, RecursionError) as exc:
-        raise ProofError(f"{path}: not JSON: {' '.join(str(exc).split())}") from None
+        proof = load_json(Path(path), MAX_PROOF_BYTES, "proof file")
+    except DocumentError as exc:
+        raise ProofError(str(exc)) from None
     if not isinstance(proof, dict) or proof.get("format") != PROOF_FORMAT:
         raise ProofError(f"{path}: not a {PROOF_FORMAT} file")
     if proof.get("version") != PROOF_VERSION or proof.get("type") not in ("inclusion", "consistency"):

@@ -1,7 +1,6 @@
 """Read the audited sessions of a batch: one row of counts per session, one row per leak event, and
 the sessions that cannot be counted, each with its reason."""
 
-import json
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -15,6 +14,9 @@ from spillage.audit.model import CATEGORIES
 from spillage.audit.model import FIRST_PARTY
 from spillage.audit.model import THIRD_PARTY
 from spillage.audit.session_audit import FORMAT
+from spillage.proxy.documents import DocumentError
+from spillage.proxy.documents import load_json
+from spillage.proxy.layout import MAX_AUDIT_BYTES
 from spillage.proxy.layout import REPORT_NAME
 from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import META_NAME
@@ -103,9 +105,9 @@ def read_json(path: Path, missing: str):
     if not path.is_file():
         raise SessionSkipped(missing)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise SessionSkipped(f"{path.name} is unreadable ({e})") from e
+        return load_json(path, MAX_AUDIT_BYTES, path.name)
+    except DocumentError as e:
+        raise SessionSkipped(f"{path.name} is unreadable ({e.problem})") from None
 
 
 def session_keys(folder: Path, audit: dict, meta: dict) -> dict:

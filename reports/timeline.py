@@ -1,12 +1,13 @@
 """What `spillage inspect` shows of one session: its chain verification, its audit (audit.json, or an
 audit made now when there is none or it is stale), and the raw records its actions and events rest on."""
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from spillage.proxy.documents import load_json
+from spillage.proxy.layout import MAX_AUDIT_BYTES
 from spillage.proxy.layout import REPORT_NAME
 from spillage.audit.session_audit import AuditError
 from spillage.audit.session_audit import audit_session
@@ -91,7 +92,7 @@ def session_audit(folder: Path, check: VerifyResult) -> tuple[dict, str]:
     path = folder / REPORT_NAME
     if path.is_file():
         try:
-            audit = json.loads(path.read_text(encoding="utf-8"))
+            audit = load_json(path, MAX_AUDIT_BYTES, REPORT_NAME)
             if audit["capture"]["head"] == check.head and audit["capture"]["verified"] == check.ok:
                 return audit, REPORT_NAME
             reason = f"{REPORT_NAME} is stale (another head), audited now"

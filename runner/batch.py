@@ -30,6 +30,7 @@ from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.capturelog import utc_timestamp
 from spillage.proxy.layout import META_NAME
 from spillage.proxy.layout import REPORT_NAME
+from spillage.proxy.layout import read_meta
 from spillage.runner.matrix import Matrix
 from spillage.runner.matrix import RunSpec
 
@@ -266,7 +267,9 @@ def classify(session: Path, exit_code: int | None, audited: bool, interrupted: b
              log: Path) -> tuple[str, str]:
     """(outcome, reason) of a finished child, from its session's meta.json and audit.json."""
     try:
-        meta = json.loads((session / META_NAME).read_text(encoding="utf-8"))
+        meta = read_meta(session)
+        if meta is None:
+            raise ValueError("no meta.json")
     except (OSError, ValueError):
         if interrupted:
             return "interrupted", "Ctrl-C before the session began"

@@ -257,7 +257,7 @@ def cmd_scenarios_check(args) -> int:
         print(problem)
     errors = sum(not p.warning for p in problems)
     progress(f"{len(scenarios)} scenarios checked: {errors} errors, {len(problems) - errors} warnings")
-    return 1 if errors else 0
+    return BAD_INPUT if errors else 0
 
 
 def load_scenarios(paths: list[Path]) -> list:
@@ -402,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     cat.set_defaults(func=cmd_origins_catalog)
 
     scen = sub.add_parser("scenarios", help="the scenario benchmark").add_subparsers(dest="scenarios_cmd", required=True)
-    check = scen.add_parser("check", help="validate scenario files; one line per problem, exit 1 on errors")
+    check = scen.add_parser("check", help="validate scenario files; one line per problem, exit 2 on errors")
     check.add_argument("paths", nargs="*", type=Path, help="files or folders (default: the benchmark)")
     check.set_defaults(func=cmd_scenarios_check)
     listing = scen.add_parser("list", help="a table of scenarios")

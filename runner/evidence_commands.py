@@ -5,6 +5,8 @@ import json
 import sys
 from pathlib import Path
 
+from spillage.proxy.documents import atomic_file
+from spillage.runner.console import BAD_INPUT
 from spillage.runner.console import DAMAGED
 from spillage.runner.console import fail
 
@@ -46,6 +48,7 @@ def cmd_seal(args) -> int:
 def cmd_prove(args) -> int:
     from spillage.proxy.layout import LOG_NAME
     from spillage.proxy.proofs import ProofError
+    from spillage.proxy.proofs import ProofRequestError
     from spillage.proxy.proofs import prove_consistency
     from spillage.proxy.proofs import prove_inclusion
     from spillage.proxy.signing import SigningKeyError
@@ -59,9 +62,9 @@ def cmd_prove(args) -> int:
         else:
             proof = prove_inclusion(session, args.seq, key=args.key)
     except ProofError as e:
-        return fail(str(e), DAMAGED)
+        return fail(str(e), BAD_INPUT if isinstance(e, ProofRequestError) else DAMAGED)
     except SigningKeyError as e:
-        return fail(str(e), 2)
+        return fail(str(e), BAD_INPUT)
     text = json.dumps(proof, indent=1, ensure_ascii=False) + "\n"
     if args.out in (None, "-"):
         sys.stdout.write(text)
@@ -69,7 +72,8 @@ def cmd_prove(args) -> int:
         out = Path(args.out)
         if not out.parent.is_dir():
             return fail(f"{out.parent}: no such folder", 2)
-        out.write_text(text, encoding="utf-8")
+        with atomic_file(out) as f:
+            f.write(text)
         print(f"spillage: wrote the {proof['type']} proof to {out}", file=sys.stderr)
     return 0
 
@@ -83,8 +87,8 @@ def cmd_verify_proof(args) -> int:
     try:
         ok, verdict = check_proof(load_proof(args.proof), args.key)
     except (ProofError, SigningKeyError) as e:
-        return fail(str(e), 2)
-    print(verdict)
+        return fail(str(e), BAD_INPUT)
+    print(f"{verdict.split(' ', 1)[0]} {args.proof}: {verdict.split(' ', 1)[1]}")
     return 0 if ok else 1
 
 

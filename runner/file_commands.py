@@ -1,7 +1,8 @@
 """`spillage import` and `spillage export`: capture files (HAR, mitmproxy flows, pcap) in and out.
 
 An import builds the session in a temporary folder next to `--out` and renames it into place at the
-end, so a failed import leaves nothing behind; an export writes its file the same way.
+end, so a failed import leaves nothing behind; an export writes its file the same way. A file that
+cannot be read exits 2, a session that does not verify 1 (runner/console.py).
 """
 
 import hashlib
@@ -10,13 +11,10 @@ import secrets
 import sys
 from pathlib import Path
 
+from spillage.runner.console import DAMAGED
+from spillage.runner.console import fail
+
 FORMATS = ("har", "mitm", "pcap")
-
-
-def fail(command: str, message: str) -> int:
-    """One line on stderr, exit status 1."""
-    print(f"spillage {command}: {message}", file=sys.stderr, flush=True)
-    return 1
 
 
 def cmd_import(args) -> int:
@@ -24,22 +22,22 @@ def cmd_import(args) -> int:
     from spillage.proxy.signing import load_or_create_key
     from spillage.runner.console import spillage_home
     from spillage.proxy.formats.imports import ImportFailure
-    from spillage.proxy.formats.imports import sniff_format
+    from spillage.proxy.formats.imports import check_format
     from spillage.scenarios.loader import ScenarioError
     from spillage.scenarios.loader import resolve_scenario
 
     source, out = Path(args.file), Path(args.out).resolve()
     if not source.is_file():
-        return fail("import", f"{source}: no such file")
+        return fail(f"{source}: no such file")
     if out.exists():
-        return fail("import", f"{out}: already exists; give a new session folder")
+        return fail(f"{out}: already exists; give a new session folder")
     try:
         scenario = resolve_scenario(args.scenario, args.style)
-        fmt = args.format or sniff_format(source)
+        fmt = check_format(source, args.format)
     except (ScenarioError, ImportFailure) as e:
-        return fail("import", str(e))
+        return fail(str(e))
     except OSError as e:
-        return fail("import", f"{source}: {e.strerror or e}")
+        return fail(f"{source}: {e.strerror or e}")
     tmp = out.parent / f".{out.name}.importing-{secrets.token_hex(3)}"
     out.parent.mkdir(parents=True, exist_ok=True)
     make_private_dir(tmp)
@@ -50,9 +48,9 @@ def cmd_import(args) -> int:
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(e, ImportFailure):
-            return fail("import", str(e))
+            return fail(str(e))
         if isinstance(e, OSError):
-            return fail("import", f"{e.filename or source}: {e.strerror or e}")
+            return fail(f"{e.filename or source}: {e.strerror or e}")
         raise
     for line in import_summary(source, fmt, record):
         print(f"spillage: {line}", file=sys.stderr)
@@ -123,23 +121,26 @@ def build_session(source: Path, fmt: str, session_dir: Path, name: str, scenario
 def cmd_export(args) -> int:
     from spillage.proxy.layout import LOG_NAME
     from spillage.proxy.capturelog import CaptureError
+    from spillage.proxy.documents import DocumentError
     from spillage.proxy.formats.exports import export_session
     from spillage.proxy.verify import verify
 
     session, out = Path(args.session), Path(args.out)
     if not (session / LOG_NAME).is_file():
-        return fail("export", f"{session}: no {LOG_NAME} here; is this a session folder?")
+        return fail(f"{session}: no {LOG_NAME} here; is this a session folder?")
     check = verify(session)
     if not check.ok:
-        return fail("export", f"{check.summary().removeprefix('FAIL ')}")
+        return fail(f"{check.summary().removeprefix('FAIL ')}", DAMAGED)
     if not out.parent.is_dir():
-        return fail("export", f"{out.parent}: no such folder")
+        return fail(f"{out.parent}: no such folder")
     try:
         n = export_session(session, args.format, out)
+    except DocumentError as e:
+        return fail(str(e))
     except (CaptureError, ValueError) as e:
-        return fail("export", f"{session / LOG_NAME}: {e}")
+        return fail(f"{session / LOG_NAME}: {e}")
     except OSError as e:
-        return fail("export", f"{e.filename or out}: {e.strerror or e}")
+        return fail(f"{e.filename or out}: {e.strerror or e}")
     print(f"spillage: exported {n} exchanges of {session.name} as {args.format}", file=sys.stderr)
     print(out)
     return 0

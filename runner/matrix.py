@@ -23,8 +23,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from spillage.proxy.documents import DocumentError
+from spillage.proxy.documents import load_yaml
 from spillage.runner.conditions import PROMPTS
 from spillage.runner.conditions import Condition
 from spillage.runner.model_spec import ModelSpecError
@@ -97,21 +97,9 @@ MAX_MATRIX_BYTES = 1024 * 1024
 def load_matrix(path: Path) -> Matrix:
     """Read and check a matrix file; every scenario, model and condition is checked before anything runs."""
     try:
-        if path.stat().st_size > MAX_MATRIX_BYTES:
-            raise MatrixError(path, "", f"larger than {MAX_MATRIX_BYTES // 1024} KiB: not a matrix file")
-        text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except RecursionError:
-        raise MatrixError(path, "", "not valid YAML: nested too deeply") from None
-    except OSError as e:
-        raise MatrixError(path, "", e.strerror or str(e)) from None
-    except UnicodeDecodeError as e:
-        raise MatrixError(path, "", f"not UTF-8 text (byte {e.start})") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise MatrixError(path, "", f"not valid YAML: {getattr(e, 'problem', None) or e}",
-                          mark.line + 1 if mark else None) from None
+        data, node = load_yaml(path, MAX_MATRIX_BYTES, "matrix file")
+    except DocumentError as e:
+        raise MatrixError(e.path, "", e.problem, e.line) from None
     if not isinstance(data, dict):
         raise MatrixError(path, "", "expected a mapping of matrix keys (scenarios, frameworks, models, ...)")
     lines = {key.value: key.start_mark.line + 1 for key, _ in node.value}
@@ -119,8 +107,8 @@ def load_matrix(path: Path) -> Matrix:
     unknown = sorted(set(data) - KEYS)
     if unknown:
         raise fields.error(unknown[0], f"unknown key; expected one of {', '.join(sorted(KEYS))}")
-    name = str(data.get("name") or path.stem)
-    if not re.fullmatch(r"[A-Za-z0-9_.]+(-[A-Za-z0-9_.]+)*", name) or set(name) == {"."}:
+    name = data.get("name", path.stem)
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.]+(-[A-Za-z0-9_.]+)*", name) or set(name) == {"."}:
         raise fields.error("name", f"{name!r}: use letters, digits, '.', '_' and single '-' (it names a folder)")
     scenarios = fields.scenarios()
     frameworks = fields.strings("frameworks", FRAMEWORKS)

@@ -5,7 +5,6 @@ What is sent and why (cookies, headers, refused requests) is in docs/REPLAY.md.
 """
 
 import http.client
-import json
 import ssl
 import time
 from dataclasses import dataclass
@@ -20,9 +19,9 @@ from spillage.proxy.capturelog import read_body
 from spillage.proxy.capturelog import utc_timestamp
 from spillage.proxy.layout import CATALOG_COPY
 from spillage.proxy.layout import LOG_NAME
-from spillage.proxy.layout import META_NAME
 from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import create_session
+from spillage.proxy.layout import read_meta
 from spillage.proxy.layout import seal_permissions
 from spillage.proxy.layout import write_meta
 from spillage.proxy.mitm.ca import ensure_ca
@@ -190,11 +189,10 @@ class ReplayResult:
 
 
 def original_meta(session_dir: Path) -> dict:
-    path = session_dir / META_NAME
     try:
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except (OSError, ValueError) as e:
-        raise ReplayError(f"{path}: unreadable ({e})") from e
+        return read_meta(session_dir) or {}
+    except ValueError as e:
+        raise ReplayError(str(e)) from None
 
 
 def replay_session(session_dir: Path, runs_dir: Path, home: Path, log=print) -> ReplayResult:

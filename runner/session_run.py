@@ -239,7 +239,8 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     stack = Stack(session_dir, ca, signing_key, scenarios=scenarios, seed=seed, log=log,
                   model_hosts=(routed_model,) if routed_model else ())
     meta["signing"] = {"key": stack.key_fingerprint}
-    outcome, took = AgentOutcome(None, "interrupted", "Ctrl-C before the agent started"), 0.0
+    before_agent = AgentOutcome(None, "interrupted", "Ctrl-C before the agent started")
+    outcome, took = before_agent, 0.0
     try:
         with stack:
             meta["signing"]["session_key"] = stack.session_key.key
@@ -259,8 +260,9 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
             log(outcome.describe(took))
     except KeyboardInterrupt:
         log("interrupted; sealing the session")
-    except ChildError as e:
-        outcome = AgentOutcome(None, "not run", str(e))
+    except BaseException as e:  # the servers did not start, or something of ours broke: said, then raised
+        if outcome is before_agent:
+            outcome = AgentOutcome(None, "not run", str(e) if isinstance(e, ChildError) else f"{type(e).__name__}: {e}")
         raise
     finally:
         settlement = finish_meta(session_dir, meta, stack, outcome, took)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from spillage.proxy.documents import DocumentError
+from spillage.proxy.documents import compose_yaml
 from spillage.scenarios.model import DERIVABLE
 from spillage.scenarios.model import SITES
 from spillage.scenarios.model import STYLES
@@ -148,24 +150,9 @@ MAX_SCENARIO_BYTES = 1024 * 1024  # a persona file is a few KB; nothing bigger i
 
 def _compose(path: Path) -> yaml.Node:
     try:
-        if path.stat().st_size > MAX_SCENARIO_BYTES:
-            raise ScenarioError(path, None, "", f"larger than {MAX_SCENARIO_BYTES // 1024} KiB: not a scenario file")
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ScenarioError(path, None, "", f"not UTF-8 text (byte {e.start})") from e
-    except OSError as e:
-        raise ScenarioError(path, None, "", f"cannot read: {e.strerror or e}") from e
-    try:
-        root = yaml.compose(text)
-    except RecursionError:
-        raise ScenarioError(path, None, "", "not valid YAML: nested too deeply") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        problem = getattr(e, "problem", None) or str(e)
-        raise ScenarioError(path, mark.line + 1 if mark else None, "", f"not valid YAML: {problem}") from e
-    if root is None:
-        raise ScenarioError(path, None, "", "file is empty")
-    return root
+        return compose_yaml(path, MAX_SCENARIO_BYTES, "scenario file")
+    except DocumentError as e:
+        raise ScenarioError(e.path, e.line, "", e.problem) from None
 
 
 def load_file(path: Path) -> list[Scenario]:

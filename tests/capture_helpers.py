@@ -8,9 +8,11 @@ from typing import Any
 
 from spillage.proxy.capturelog import CaptureWriter
 from spillage.proxy.layout import LOG_NAME
+from spillage.proxy.signing import SessionKey
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f"
 BIG = bytes(range(256)) * 400  # 100 KiB, over the default inline limit
+NOW = "2026-12-01T00:00:00.000000Z"
 
 
 def write_session(session: Path, *, seal: bool = True, **kw: Any) -> list[dict[str, Any]]:
@@ -157,3 +159,10 @@ def seal_meta(session: Path, records: int, head: str) -> None:
     """Write meta.json the way the runner seals a session."""
     meta = {"scenario": "glucose", "exit": 0, "capture": {"records": records, "head": head}}
     (session / "meta.json").write_text(json.dumps(meta))
+
+
+def signed_session(path: Path, key, *, seal: bool = True, every: int = 4, **kw: Any) -> SessionKey:
+    """write_session's records, signed with a session key `key` certifies, a checkpoint every `every`."""
+    signing = SessionKey.issue(key, path.name, NOW)
+    write_session(path, seal=seal, signing=signing, checkpoint_every=every, checkpoint_interval=3600, **kw)
+    return signing

@@ -281,19 +281,19 @@ def wrong_structure(tmp_path: Path) -> Path:
     (foreign, "byte 0", "a HAR file"),
     (wrong_structure, "log.entries[2].request.url", "a string"),
 ])
-def test_bad_input_is_one_line_exit_1_and_no_session(tmp_path, capsys, make, position, expected):
+def test_bad_input_is_one_line_exit_2_and_no_session(tmp_path, capsys, make, position, expected):
     source = make(tmp_path)
     out = tmp_path / "runs" / "s"
-    assert run_import(source, out) == 1
+    assert run_import(source, out) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert err.startswith(f"spillage import: {source}: {position}") and expected in err
+    assert err.startswith(f"spillage: {source}: {position}") and expected in err
     assert not (tmp_path / "runs").exists() or list((tmp_path / "runs").iterdir()) == []
 
 
 def test_import_refuses_an_existing_folder(tmp_path, capsys):
     (tmp_path / "s").mkdir()
-    assert run_import(FIXTURES / "chrome-devtools.har", tmp_path / "s") == 1
+    assert run_import(FIXTURES / "chrome-devtools.har", tmp_path / "s") == 2
     assert "already exists" in capsys.readouterr().err
 
 
@@ -469,9 +469,9 @@ def test_a_record_the_schema_refuses_fails_the_import_naming_the_entry(tmp_path,
             entries[1][key] = value
     (tmp_path / "odd.har").write_text(json.dumps(playwright_har(entries)))
     out = tmp_path / "runs" / "s"
-    assert run_import(tmp_path / "odd.har", out) == 1
+    assert run_import(tmp_path / "odd.har", out) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith(f"spillage import: {tmp_path / 'odd.har'}: {expected}")
+    assert len(err.splitlines()) == 1 and err.startswith(f"spillage: {tmp_path / 'odd.har'}: {expected}")
     assert list((tmp_path / "runs").iterdir()) == []
 
 

@@ -192,7 +192,7 @@ def test_a_users_profile_replaces_a_shipped_grammar_and_keeps_the_catalog(tmp_pa
     ("site: a.example\nforms:\n  ask: '/ask/(['\n", r":2: forms.ask: bad pattern"),
     ("search_paths: [/s]\n", r": site: required key is missing"),
     ("site: a.example\nsite: b.example\n", r":2: site: given twice"),
-    ("site: [a\n", r":2: not YAML"),
+    ("site: [a\n", r":2: not valid YAML"),
     ("- site\n", r":1: expected a mapping of keys"),
 ])
 def test_bad_profile_files_are_one_line_naming_file_line_and_key(tmp_path, text, message):

@@ -223,10 +223,10 @@ def spillage(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
-def test_check_command_prints_problems_and_exits_1(tmp_path):
+def test_check_command_prints_problems_and_exits_2(tmp_path):
     path = variant(tmp_path, ("class: reproductive", "class: fertility"))
     done = spillage("scenarios", "check", str(path))
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stdout == f"{path}:{line_of(path, 'class: fertility')}: error: attributes[5].class: unknown class 'fertility'\n"
     assert done.stderr == "spillage: 3 scenarios checked: 1 errors, 0 warnings\n"
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from capture_helpers import lines_of, put_lines, write_session
+from capture_helpers import NOW, lines_of, put_lines, signed_session, write_session
 
 from spillage.proxy.capturelog import CaptureWriter
 from spillage.proxy.capturelog import canonical_json
@@ -37,7 +37,6 @@ from spillage.proxy.verify import CRASH_SEALED
 from spillage.proxy.verify import verify
 from spillage.runner.cli import main
 
-NOW = "2026-12-01T00:00:00.000000Z"
 
 
 @pytest.fixture(scope="module")
@@ -53,13 +52,6 @@ def key(home):
 @pytest.fixture
 def pin(key) -> str:
     return fingerprint(raw_public(key))
-
-
-def signed_session(path: Path, key, *, seal: bool = True, every: int = 4, **kw) -> SessionKey:
-    """write_session's records, signed with a session key `key` certifies, a checkpoint every `every`."""
-    signing = SessionKey.issue(key, path.name, NOW)
-    write_session(path, seal=seal, signing=signing, checkpoint_every=every, checkpoint_interval=3600, **kw)
-    return signing
 
 
 def kinds(path: Path) -> list[str]:
@@ -269,15 +261,16 @@ def test_prove_and_verify_proof_commands(tmp_path, home, pin, capsys):
     out = tmp_path / "proof.json"
     assert main(["prove", str(tmp_path / "s"), "--seq", "2", "--out", str(out), "--key", pin]) == 0
     assert main(["verify-proof", str(out), "--key", pin]) == 0
-    assert capsys.readouterr().out.startswith("OK record 2 (request")
+    assert capsys.readouterr().out.startswith(f"OK {out}: record 2 (request")
     proof = json.loads(out.read_text())
     proof["record"]["url"] = "http://shop.evil/"
     out.write_text(json.dumps(proof))
     assert main(["verify-proof", str(out)]) == 1
     out.write_text("{not json")
     assert main(["verify-proof", str(out)]) == 2
-    assert main(["prove", str(tmp_path / "s"), "--consistency", "1", "2"]) == 1
+    assert main(["prove", str(tmp_path / "s"), "--consistency", "1", "2"]) == 2  # a head the log lacks
     assert "no signed head of tree size 1" in capsys.readouterr().err
+    assert main(["prove", str(tmp_path / "s"), "--seq", "9999"]) == 2
     assert main(["verify", "--key", "ed25519:nothex", str(tmp_path / "s")]) == 2
 
 

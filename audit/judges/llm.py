@@ -17,13 +17,13 @@ import json
 import os
 import re
 import socket
-import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
 from string import Template
 from urllib.parse import urlsplit
 
+from spillage.proxy.documents import atomic_file
 from spillage.audit.model import CATEGORIES
 from spillage.audit.model import CONTENT
 from spillage.audit.model import Action
@@ -267,14 +267,8 @@ class LLMJudge:
     def store(self, path: Path, entry: dict) -> None:
         """Write a cache entry atomically (a temporary file in the same folder, then a rename)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(entry, f, ensure_ascii=False, indent=1)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_file(path) as f:
+            json.dump(entry, f, ensure_ascii=False, indent=1)
 
     def complete(self, prompt: str) -> str:
         body = {"model": self.model, "messages": self.messages(prompt), "temperature": 0}

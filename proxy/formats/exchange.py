@@ -8,6 +8,7 @@ and responses are mitmproxy's own objects, so the record derivation is the live 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import BinaryIO
 from urllib.parse import urlsplit
 
 from mitmproxy import http
@@ -17,6 +18,38 @@ from spillage.proxy.refusal import describe_refusal
 
 REQUEST, RESPONSE = "request", "response"
 UNKNOWN_BODY = "{} body is not in the imported file: unknown, not empty"
+
+
+SMALL_READ = 1 << 16
+
+
+class Overclaim(Exception):
+    """A length prefix that claims more bytes than the file has left."""
+
+
+class SizedReader:
+    """A binary file that refuses a read of more than it has left before anything is allocated: a
+    tnetstring's length prefix may claim a terabyte in 13 bytes, a pcap record 4 GiB in 4."""
+
+    def __init__(self, f: BinaryIO, size: int) -> None:
+        self.f, self.size = f, size
+
+    def read(self, n: int = -1) -> bytes:
+        if n is not None and n > max(self.size - self.f.tell(), SMALL_READ):  # a short read is how EOF shows
+            raise Overclaim(f"{n} bytes, but the file has {self.size - self.f.tell()} left")
+        return self.f.read(n)
+
+    def peek(self, n: int = 1) -> bytes:
+        return self.f.peek(n)
+
+    def tell(self) -> int:
+        return self.f.tell()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.f.seek(offset, whence)
+
+    def close(self) -> None:
+        self.f.close()
 
 
 class FormatError(ValueError):

@@ -7,14 +7,13 @@ A refused request is exported as the 403 the proxy answered it with, which is ho
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 from mitmproxy import http
 
+from spillage.proxy.documents import atomic_file
 from spillage.proxy.refusal import REFUSED_BODY
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import read_body
@@ -77,30 +76,18 @@ def session_exchanges(session_dir: Path) -> Iterator[Exchange]:
 def export_session(session_dir: Path, fmt: str, out: Path) -> int:
     """Write the session as `fmt` to `out` atomically (a temporary file next to it, renamed); the
     number of exchanges written."""
-    out = Path(out)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)   # as an ordinary new file, not mkstemp's 0600
-    try:
-        exchanges = session_exchanges(Path(session_dir))
-        if fmt == "har":
-            from spillage.proxy.formats.har import write_har
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                n = write_har(exchanges, f)
-        elif fmt == "mitm":
-            from spillage.proxy.formats.mitmflows import write_flows
-            with os.fdopen(fd, "wb") as f:
-                n = write_flows(exchanges, f)
-        else:
-            from spillage.proxy.formats.pcap import write_pcap
-            with os.fdopen(fd, "wb") as f:
-                n = write_pcap(exchanges, f)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return n
+    exchanges = session_exchanges(Path(session_dir))
+    if fmt == "har":
+        from spillage.proxy.formats.har import write_har
+        with atomic_file(out, "w") as f:
+            return write_har(exchanges, f)
+    if fmt == "mitm":
+        from spillage.proxy.formats.mitmflows import write_flows
+        with atomic_file(out, "wb") as f:
+            return write_flows(exchanges, f)
+    from spillage.proxy.formats.pcap import write_pcap
+    with atomic_file(out, "wb") as f:
+        return write_pcap(exchanges, f)
 
 
 def refusal_response(ts: float) -> http.Response:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import zipfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -25,6 +26,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from mitmproxy.net import encoding
 
+from spillage.proxy.documents import finite_float
+from spillage.proxy.documents import refuse_constant
 from spillage.proxy.formats.exchange import REQUEST
 from spillage.proxy.formats.exchange import RESPONSE
 from spillage.proxy.formats.exchange import Exchange
@@ -49,6 +52,9 @@ LACK_CANCELLED = "answers to requests the browser cancelled (HAR)"
 LACK_REQUEST_BODIES = "request bodies (HAR omit mode)"
 LACK_RESPONSE_BODIES = "response bodies (HAR omit mode)"
 LACK_ATTACHED = "bodies whose attached files are missing (HAR attach mode)"
+
+
+MAX_HAR_BYTES = 512 << 20   # read whole (JSON): a bigger document would take gigabytes as Python objects
 
 
 def read_har(path: Path) -> Iterator[Exchange | Lack]:
@@ -89,6 +95,8 @@ class Attachments:
             return None
         if self.archive is not None:
             try:
+                if self.archive.getinfo(name).file_size > MAX_HAR_BYTES:
+                    raise FormatError(f"zip member {name}", f"an attachment of at most {MAX_HAR_BYTES >> 20} MiB")
                 return self.archive.read(name)
             except KeyError:
                 return None
@@ -96,6 +104,8 @@ class Attachments:
                 raise FormatError(f"zip member {name}", f"a readable zip member ({e})") from None
         for folder in self.folders:
             try:
+                if (folder / name).stat().st_size > MAX_HAR_BYTES:
+                    raise FormatError(f"file {name}", f"an attachment of at most {MAX_HAR_BYTES >> 20} MiB")
                 return (folder / name).read_bytes()
             except OSError:
                 continue
@@ -108,7 +118,11 @@ def har_source(path: Path) -> Iterator[tuple[bytes, Attachments]]:
     file itself with the files beside it (Playwright) and in `<name>_har_parts/` (browser-use)."""
     with open(path, "rb") as f:
         zipped = f.read(4) == ZIP_MAGIC
+        size = os.fstat(f.fileno()).st_size
     if not zipped:
+        if size > MAX_HAR_BYTES:
+            raise FormatError("byte 0", f"a HAR document of at most {MAX_HAR_BYTES >> 20} MiB (this one is "
+                              f"{size >> 20} MiB; a mitmproxy flow file or pcap of it is read as a stream)")
         yield path.read_bytes(), Attachments([path.parent / f"{path.stem}_har_parts", path.parent])
         return
     try:
@@ -116,6 +130,8 @@ def har_source(path: Path) -> Iterator[tuple[bytes, Attachments]]:
             names = [n for n in archive.namelist() if n.endswith(".har") and "/" not in n]
             if len(names) != 1:
                 raise FormatError("zip", f"one .har file in the zip container, not {len(names)}")
+            if archive.getinfo(names[0]).file_size > MAX_HAR_BYTES:
+                raise FormatError(f"zip member {names[0]}", f"a HAR document of at most {MAX_HAR_BYTES >> 20} MiB")
             data = archive.read(names[0])
             yield data, Attachments(archive=archive)
     except zipfile.BadZipFile as e:
@@ -125,11 +141,15 @@ def har_source(path: Path) -> Iterator[tuple[bytes, Attachments]]:
 def parse_json(data: bytes) -> Any:
     """The HAR document; FormatError for text that is not UTF-8 JSON."""
     try:
-        return json.loads(data.decode("utf-8-sig"))
+        return json.loads(data.decode("utf-8-sig"), parse_float=finite_float, parse_constant=refuse_constant)
     except UnicodeDecodeError as e:
         raise FormatError(f"byte {e.start}", "UTF-8 text (a HAR file is JSON)") from None
     except json.JSONDecodeError as e:
         raise FormatError(f"line {e.lineno} column {e.colno}", f"valid JSON ({e.msg})") from None
+    except RecursionError:
+        raise FormatError("byte 0", "JSON nested no deeper than Python reads") from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise FormatError("a number", f"valid JSON ({e})") from None
 
 
 def recorder_lacks(log: dict) -> list[str]:

@@ -73,6 +73,22 @@ def reader_for(fmt: str) -> Callable[[Path], Iterable[Exchange | Opaque]]:
     return read_pcap
 
 
+def check_format(path: Path, given: str | None) -> str:
+    """The format to read `path` as: `given`, unless its first bytes say it is another (ImportFailure:
+    mitmproxy itself reads a HAR as flows, and the import would record the wrong format); else
+    what they say."""
+    try:
+        found = sniff_format(path)
+    except ImportFailure:
+        if given is None:
+            raise
+        return given   # the reader will say what is wrong with it
+    if given is not None and given != found:
+        raise ImportFailure(path, "byte 0", f"a {given} file as --format says; it begins as a {found} file "
+                            f"(leave --format out to read it as {found})")
+    return found
+
+
 def sniff_format(path: Path) -> str:
     """har, mitm or pcap, from the file's first bytes; ImportFailure when it is none of them."""
     with open(path, "rb") as f:
@@ -298,4 +314,6 @@ def spool_file(source: Path, fmt: str, spool: RecordSpool, beacon_urls: list[str
     except (ValueError, TypeError, KeyError, IndexError) as e:  # a field of an odd type, …
         raise ImportFailure(source, f"after exchange {n}",
                             f"well-formed {fmt} data ({type(e).__name__}: {' '.join(str(e).split())})") from None
+    if n == 0:
+        raise ImportFailure(source, "end of file", f"at least one request or connection; this {fmt} file holds none")
 

@@ -7,6 +7,7 @@ TCP, UDP and DNS flows are noted as traffic that is not HTTP. Written files open
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -23,6 +24,8 @@ from spillage.proxy.formats.exchange import RESPONSE
 from spillage.proxy.formats.exchange import Exchange
 from spillage.proxy.formats.exchange import FormatError
 from spillage.proxy.formats.exchange import Opaque
+from spillage.proxy.formats.exchange import Overclaim
+from spillage.proxy.formats.exchange import SizedReader
 
 
 def read_flows(path: Path) -> Iterator[Exchange | Opaque]:
@@ -30,12 +33,16 @@ def read_flows(path: Path) -> Iterator[Exchange | Opaque]:
     with open(path, "rb") as f:
         n = 0
         try:
-            for flow in io.FlowReader(f).stream():
+            for flow in io.FlowReader(SizedReader(f, os.fstat(f.fileno()).st_size)).stream():
                 n += 1
                 yield flow_item(flow)
         except exceptions.FlowReadException as e:
             raise FormatError(f"flow {n + 1} (byte {f.tell()})",
                               f"a mitmproxy flow ({' '.join(str(e).split())})") from None
+        except Overclaim as e:
+            raise FormatError(f"flow {n + 1} (byte {f.tell()})", f"a length the file holds; it claims {e}") from None
+        except RecursionError:
+            raise FormatError(f"flow {n + 1}", "a mitmproxy flow nested no deeper than Python reads") from None
 
 
 def flow_item(flow: mflow.Flow) -> Exchange | Opaque:

@@ -30,6 +30,8 @@ from scapy.utils import RawPcapReader, RawPcapWriter, checksum
 from spillage.proxy.formats.exchange import Exchange
 from spillage.proxy.formats.exchange import FormatError
 from spillage.proxy.formats.exchange import Opaque
+from spillage.proxy.formats.exchange import Overclaim
+from spillage.proxy.formats.exchange import SizedReader
 from spillage.proxy.formats.tcpstreams import HTTP_METHODS
 from spillage.proxy.formats.tcpstreams import HttpConnection
 from spillage.proxy.formats.tcpstreams import Reassembly
@@ -42,6 +44,11 @@ Endpoint = tuple[str, int]
 
 
 # --- reading ---------------------------------------------------------------------------------
+
+
+LINKTYPES = {0: "BSD loopback", 1: "Ethernet", 12: "raw IP", 14: "raw IP", 101: "raw IP", 228: "raw IP",
+             229: "raw IP", 113: "Linux cooked", 276: "Linux cooked v2"}
+MAX_CAPLEN = 262144   # tcpdump's largest snapshot length
 
 
 def ip_payload(linktype: int, frame: bytes) -> tuple[int, bytes] | None:
@@ -233,32 +240,56 @@ def read_pcap(path: Path) -> Iterator[Exchange | Opaque]:
 def pcap_items(path: Path) -> Iterator[Exchange | Opaque]:
     size = os.path.getsize(path)
     try:
-        reader = RawPcapReader(str(path))
-    except (Scapy_Exception, EOFError, struct.error) as e:
+        reader = RawPcapReader(SizedReader(open(path, "rb"), size))
+    except (Scapy_Exception, EOFError, struct.error, Overclaim) as e:
         raise FormatError("byte 0", f"a pcap or pcapng file header ({' '.join(str(e).split())})") from None
     streams = PcapStreams()
     n = 0
     with reader:
-        linktype = getattr(reader, "linktype", None)
         try:
             for frame, meta in reader:
                 n += 1
-                if hasattr(meta, "caplen") and len(frame) < min(meta.caplen, MTU):
-                    raise FormatError(f"packet {n} (byte {reader.f.tell()})",
-                                      f"{meta.caplen} bytes of packet data; the file is truncated")
-                seg = tcp_segment(meta.linktype if hasattr(meta, "linktype") else linktype, frame)
+                check_packet(reader, meta, frame, n)
+                seg = tcp_segment(packet_linktype(reader, meta), frame)
                 if seg is not None:
                     streams.add(seg, packet_time(meta))
                     yield from streams.drain()
         except (Scapy_Exception, struct.error) as e:
             raise FormatError(f"packet {n + 1} (byte {reader.f.tell()})",
                               f"a pcap record ({' '.join(str(e).split())})") from None
+        except Overclaim as e:
+            raise FormatError(f"packet {n + 1} (byte {reader.f.tell()})",
+                              f"a complete packet record; the file is truncated (it claims {e})") from None
         end = reader.f.tell()
     if end < size:
         raise FormatError(f"packet {n + 1} (byte {end})", "a complete packet record; the file is truncated")
+    if n == 0:
+        raise FormatError(f"byte {end}", "at least one packet; the file holds none")
     for stream in list(streams.streams.values()):
         streams.finish(stream)
     yield from streams.drain()
+
+
+def packet_linktype(reader, meta) -> int | None:
+    """The link type of a packet: its interface's (pcapng) or the file's (pcap)."""
+    return meta.linktype if hasattr(meta, "linktype") else getattr(reader, "linktype", None)
+
+
+def check_packet(reader, meta, frame: bytes, n: int) -> None:
+    """FormatError for a packet no capture tool writes: a link type not decoded here, a captured
+    length over the snapshot length or MAX_CAPLEN, fewer bytes than its record claims."""
+    where = f"packet {n} (byte {reader.f.tell()})"
+    linktype = packet_linktype(reader, meta)
+    if linktype not in LINKTYPES:
+        raise FormatError(where, f"a link type decoded here ({', '.join(sorted(set(LINKTYPES.values())))}); "
+                                 f"this one is {linktype}")
+    caplen = getattr(meta, "caplen", len(frame))
+    snaplen = getattr(reader, "snaplen", 0) or MAX_CAPLEN
+    if caplen > min(snaplen, MAX_CAPLEN):
+        raise FormatError(where, f"at most {min(snaplen, MAX_CAPLEN)} captured bytes (the snapshot length); "
+                                 f"the record claims {caplen}: the file is damaged")
+    if len(frame) < min(caplen, MTU):
+        raise FormatError(where, f"{caplen} bytes of packet data; the file is truncated")
 
 
 def packet_time(meta) -> float:

@@ -1,0 +1,40 @@
+"""`spillage run` when its servers cannot start: one line that says why, an honest meta.json."""
+
+import json
+import sys
+
+import spillage.runner.stack as stack
+from spillage.runner.cli import main
+
+
+def run(tmp_path) -> int:
+    return main(["--home", str(tmp_path / "home"), "run", "--scenario", "shop-kettle-chat", "--no-preflight",
+                 "--runs-dir", str(tmp_path / "runs"), "--session-name", "s"])
+
+
+def meta(tmp_path) -> dict:
+    return json.loads((tmp_path / "runs" / "s" / "meta.json").read_text())
+
+
+def test_sites_that_do_not_start_end_the_run_with_their_own_words(tmp_path, monkeypatch, capsys):
+    failing = [sys.executable, "-c", "print('bind: Address already in use', flush=True); raise SystemExit(1)"]
+    monkeypatch.setattr(stack, "origins_command", lambda catalog, built=False: failing)
+    assert run(tmp_path) == 3
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "origins exited with 1 before it was ready" in last and "Address already in use" in last
+    assert str(tmp_path / "runs" / "s" / "origins.log") in last
+    written = meta(tmp_path)
+    assert written["status"] == "not run" and written["evidence"] == "none"
+    assert "Address already in use" in written["status_detail"]
+
+
+def test_an_unforeseen_error_before_the_agent_is_not_recorded_as_an_interruption(tmp_path, monkeypatch, capsys):
+    def broken(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory", "/nonexistent/catalog.sqlite")
+
+    monkeypatch.setattr(stack, "build_catalog", broken)
+    assert run(tmp_path) == 70
+    err = capsys.readouterr().err
+    assert "internal error: FileNotFoundError" in err and "Traceback" not in err
+    written = meta(tmp_path)
+    assert written["status"] == "not run" and written["status_detail"].startswith("FileNotFoundError")
