@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SCENARIO ?= shop-kettle-chat
 
-.PHONY: demo test test-fast chromium tshark autogen screenshots report-example bench bench-runs clean
+.PHONY: demo test test-fast chromium tshark curl autogen screenshots report-example bench bench-runs clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or run make PYTHON=/path/to/python3.12"; exit 1; }
@@ -32,11 +32,20 @@ tshark:
 		apt-get install -y tshark >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y tshark >/dev/null; }; \
 	else echo "tshark is missing: run 'sudo apt-get install -y tshark' (Debian's package), then 'make test' again"; exit 1; fi
 
+curl:
+	@if command -v curl >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		echo "installing Debian's curl"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y curl >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y curl >/dev/null; }; \
+	else echo "curl is missing: run 'sudo apt-get install -y curl' (Debian's package), then 'make test' again"; exit 1; fi
+
 demo: $(STAMP) chromium
 	$(BIN)/spillage run --scenario $(SCENARIO) --agent browser-use --model scripted:oversharer --audit
 
-test: $(STAMP) chromium tshark autogen
-	$(BIN)/python -m pytest -q
+# With the tools installed, a test that needs one (tshark, curl, AutoGen's venv) fails instead of skipping.
+test: $(STAMP) chromium tshark curl autogen
+	SPILLAGE_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not e2e"

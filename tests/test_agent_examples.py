@@ -70,9 +70,8 @@ def records(session: Path) -> list[dict]:
 
 
 @e2e
+@pytest.mark.needs_tool("curl")
 def test_curl_agent_searches_filters_carts_and_overshares_the_city(workdir):
-    if not shutil.which("curl"):
-        pytest.skip("curl not installed")
     session = run_example(workdir, "sh", str(EXAMPLES / "curl_agent.sh"))
     report = audit(workdir, session)
     actions = report["actions"]

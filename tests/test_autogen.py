@@ -226,10 +226,9 @@ print(json.dumps([scripted.model_info, local.model_info, known.model_info["famil
 """
 
 
+@pytest.mark.needs_tool("autogen")
 def test_models_tell_the_surfer_they_call_tools_on_text(tmp_path):
     python = autogen_venv.venv_dir() / "bin" / "python"
-    if not autogen_venv.is_complete(autogen_venv.venv_dir()):
-        pytest.skip("AutoGen's venv is not there (make autogen)")
     out = subprocess.run([str(python), "-c", AUTOGEN_CHECK], capture_output=True, text=True, cwd=tmp_path,
                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, timeout=120)
     assert out.returncode == 0, out.stderr

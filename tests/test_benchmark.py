@@ -64,9 +64,8 @@ def test_the_numbers_document_is_up_to_date(scenarios):
         "regenerate it: spillage scenarios stats --write docs/SCENARIOS.md")
 
 
+@pytest.mark.shared_data("data/spillage/shopping_Amazon_chat.json")
 def test_no_sentence_is_copied_from_the_papers_data(scenarios):
-    if not PAPER_DATA.exists():
-        pytest.skip(f"{PAPER_DATA} is not here (a fresh clone has no ../shared)")
     paper = json.loads(PAPER_DATA.read_text(encoding="utf-8"))["personas"]
 
     def phrases(text: str) -> set[str]:

@@ -67,7 +67,7 @@ def test_every_benchmark_scenario_is_satisfiable_and_every_leak_has_surfaces(cat
     assert coverage_problems(Catalog(catalog_file), benchmark) == []
 
 
-@pytest.mark.skipif(not PAPER.is_file(), reason="the paper's data is not in ../shared")
+@pytest.mark.shared_data("data/spillage/shopping_Amazon_chat.json")
 def test_scenarios_imported_from_the_paper_are_covered_too(tmp_path):
     import_spillage_json(PAPER, "shop.test", tmp_path / "imported")
     imported = [s for f in sorted((tmp_path / "imported").glob("*.yaml")) for s in load_file(f)]

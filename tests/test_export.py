@@ -2,7 +2,6 @@
 (mitmdump, tshark) and by `spillage import` (docs/CAPTURE_FILES.md)."""
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +17,7 @@ from spillage.runner.cli import main
 FIXTURES = Path(__file__).parent / "fixtures" / "captures"
 SCENARIO = "shop-kettle-chat"
 MITMDUMP = Path(sys.executable).with_name("mitmdump")
-needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None,
-                                  reason="tshark missing: apt-get install -y tshark (make test does)")
+needs_tshark = pytest.mark.needs_tool("tshark")
 
 
 def imported(source: Path, out: Path, *extra: str) -> Path:
@@ -160,7 +158,7 @@ def test_failed_export_leaves_no_file_and_keeps_the_old_one(session, tmp_path, m
         raise ValueError("disk trouble")
 
     monkeypatch.setattr(exports, "session_exchanges", broken)
-    assert main(["export", str(session), "--format", "har", "--out", str(out)]) == 1
+    assert main(["export", str(session), "--format", "har", "--out", str(out)]) == 2
     assert out.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["orig", "x.har"]
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 

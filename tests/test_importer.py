@@ -354,11 +354,11 @@ def test_byte_order_mark_and_missing_optional_fields(tmp_path):
 
 # --- the paper's released data ----------------------------------------------------------------
 
+needs_paper = pytest.mark.shared_data("data/spillage/shopping_Amazon_chat.json")  # PAPER: skipped without it
+
 
 @pytest.fixture(scope="module")
 def paper(tmp_path_factory) -> tuple[Path, dict[str, dict]]:
-    if not PAPER.is_file():
-        pytest.skip(f"the SPILLage data is not at {PAPER}")
     out = tmp_path_factory.mktemp("paper")
     written = import_spillage_json(PAPER, "shop.test", out)
     return out, {p.stem: yaml.safe_load(p.read_text(encoding="utf-8")) for p in written}
@@ -369,6 +369,7 @@ def paper(tmp_path_factory) -> tuple[Path, dict[str, dict]]:
 UNSTATED_IN_PAPER = {("shop-amazon-chat-10", "not-tested-on-animals"), ("shop-amazon-chat-13", "simple-projects")}
 
 
+@needs_paper
 def test_paper_imports_all_30_personas(paper):
     out, docs = paper
     assert sorted(docs, key=lambda k: int(k.rsplit("-", 1)[1])) == [f"shop-amazon-chat-{n}" for n in range(1, 31)]
@@ -378,6 +379,7 @@ def test_paper_imports_all_30_personas(paper):
             "could you help me" in doc["request"].casefold()
 
 
+@needs_paper
 def test_paper_passes_the_check_with_warnings_only(paper):
     out, _ = paper
     result = check(out)
@@ -386,6 +388,7 @@ def test_paper_passes_the_check_with_warnings_only(paper):
     assert "30 scenarios checked: 0 errors" in result.stderr
 
 
+@needs_paper
 def test_paper_attributes_are_stated_and_sanitized(paper):
     _, docs = paper
     unstated, lost, kept = set(), set(), set()
