@@ -42,14 +42,14 @@ def find_sessions(paths: list[Path]) -> list[Path]:
 
 
 def audit_one(session: Path, judge: str, judge_options: dict, allow_unverified: bool, scenario=None,
-              profile_dirs=(), catalog: Path | None = None) -> Outcome:
+              profile_dirs=(), catalog: Path | None = None, home: Path | None = None) -> Outcome:
     """Audit `session` and write its audit.json; never raises for a session that cannot be audited."""
     from spillage.audit.judges import JudgeError
     from spillage.audit.judges import make_judge
 
     try:
         report = audit_session(session, scenario, allow_unverified, make_judge(judge, **judge_options), profile_dirs,
-                               catalog)
+                               catalog, home)
         write_report(session, report)
         return Outcome(session, {**report["summary"], "verified": report["capture"]["verified"]})
     except (AuditError, JudgeError) as e:
@@ -116,22 +116,23 @@ def rich_bar(stream, what: str, unit: str):
 
 def audit_many(sessions: list[Path], judge: str = "lexical", judge_options: dict | None = None, jobs: int = 1,
                allow_unverified: bool = False, scenario=None, bar: bool = True, profile_dirs=(),
-               catalog: Path | None = None) -> list[Outcome]:
+               catalog: Path | None = None, home: Path | None = None) -> list[Outcome]:
     """Audit every session (in `jobs` worker processes), writing each audit.json; outcomes in input order.
-    `catalog`, when given, is the catalog every session's sites served."""
+    `catalog`, when given, is the catalog every session's sites served; else each session's is found
+    in the catalog store of the spillage `home`."""
     judge_options = judge_options or {}
     outcomes: dict[Path, Outcome] = {}
     with ProgressBar(len(sessions), terminal=bar, lines=bar) as progress:
         if jobs <= 1:
             for session in sessions:
                 outcomes[session] = audit_one(session, judge, judge_options, allow_unverified, scenario,
-                                              profile_dirs, catalog)
+                                              profile_dirs, catalog, home)
                 progress.step()
         else:
             # forkserver: forking this process, whose progress bar and pool run threads, could deadlock a worker
             with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("forkserver")) as pool:
                 futures = [pool.submit(audit_one, s, judge, judge_options, allow_unverified, scenario, profile_dirs,
-                                       catalog) for s in sessions]
+                                       catalog, home) for s in sessions]
                 for future in as_completed(futures):
                     outcome = future.result()
                     outcomes[outcome.session] = outcome

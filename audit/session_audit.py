@@ -46,13 +46,15 @@ class AuditError(RuntimeError):
 
 
 def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unverified: bool = False,
-                  judge: str | Judge = "lexical", profile_dirs=(), catalog: Path | None = None) -> dict:
+                  judge: str | Judge = "lexical", profile_dirs=(), catalog: Path | None = None,
+                  home: Path | None = None) -> dict:
     """The audit of one session as a JSON-ready dict (the shape of audit/audit.schema.json).
 
     The scenario is the session's own copy unless one is given. The log is verified first; an
     unverified log is refused unless `allow_unverified`, and then only the records before the
     damage are audited and the report says so. Records are read as a stream. Site profiles in
-    `profile_dirs` add to the shipped ones (docs/SITE_PROFILES.md)."""
+    `profile_dirs` add to the shipped ones (docs/SITE_PROFILES.md). The catalog the sites served is
+    found as audit/session_catalog.py says, in the catalog store of the spillage `home`."""
     session_dir = Path(session_dir)
     if not capture_path(session_dir).is_file():
         raise AuditError(f"{session_dir}: no {LOG_NAME} here; is this a session folder?")
@@ -66,11 +68,11 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
     scenario = scenario or session_scenario(session_dir)
     judge = make_judge(judge) if isinstance(judge, str) else judge
     try:
-        served = session_catalog(session_dir, scenario, catalog)
+        served = session_catalog(session_dir, scenario, catalog, home)
     except CatalogError as e:
         raise AuditError(str(e)) from None
     try:
-        profiles = site_profiles(served.path, profile_dirs, benchmark=False)
+        profiles = site_profiles(served.path, profile_dirs, benchmark=False, sha256=served.sha256)
     except sqlite3.Error as e:
         raise AuditError(f"{served.path}: not a catalog of our sites ({e})") from None
     builder = ActionBuilder(profiles, session_dir)

@@ -1,21 +1,23 @@
 """Which catalog a session's sites served: the audit never guesses it.
 
-In order: the file given (`spillage audit --catalog FILE`); the session's own `catalog.sqlite`;
-the catalog meta.json names by its seed and the scenario it adds, rebuilt (the build is
-deterministic: the same seed and scenarios give the same bytes); none, when meta.json says the
-session has none (traffic of other sites, imported with `--no-catalog`): our sites are then read by
-their URL grammar alone. Anything else is refused. The catalog used is named by its SHA-256.
+In order: the file given (`spillage audit --catalog FILE`); the session's own `catalog.sqlite`
+(sessions from before catalogs were stored once); the catalog meta.json names by its SHA-256, from
+the spillage home's store (origins/catalog_store.py); that catalog rebuilt from its seed and the
+scenario it adds (the build is deterministic: the same inputs give the same bytes, and the hash
+is checked), and kept in the store; none, when meta.json says the session has none (traffic of
+other sites, imported with `--no-catalog`): our sites are then read by their URL grammar alone.
+Anything else is refused. The catalog used is named by its SHA-256.
 """
 
 from __future__ import annotations
 
-import atexit
-import hashlib
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from spillage.origins.catalog_store import file_sha256
+from spillage.origins.catalog_store import find_catalog
+from spillage.origins.catalog_store import stored_catalog
 from spillage.proxy.layout import CATALOG_COPY
 from spillage.proxy.layout import META_NAME
 from spillage.proxy.layout import read_meta
@@ -31,7 +33,7 @@ class SessionCatalog:
     """The catalog file to read site knowledge from (None: none), and how it was found."""
 
     path: Path | None
-    source: str            # given, session, rebuilt, none
+    source: str            # given, session, store, rebuilt, none
     sha256: str | None
 
     def as_json(self) -> dict:
@@ -39,13 +41,10 @@ class SessionCatalog:
         return {"source": self.source, "sha256": self.sha256}
 
 
-def file_sha256(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def session_catalog(session_dir: Path, scenario: Scenario, given: Path | None = None) -> SessionCatalog:
-    """The catalog of `session_dir` (see the module doc); CatalogError when it cannot be known."""
+def session_catalog(session_dir: Path, scenario: Scenario | None, given: Path | None = None,
+                    home: Path | None = None) -> SessionCatalog:
+    """The catalog of `session_dir` (see the module doc), looked up in and rebuilt into the store of
+    the spillage `home` (a temporary one when None); CatalogError when it cannot be known."""
     if given is not None:
         if not given.is_file():
             raise CatalogError(f"{given}: no such catalog file")
@@ -60,31 +59,40 @@ def session_catalog(session_dir: Path, scenario: Scenario, given: Path | None = 
     if "catalog" in meta and meta["catalog"] is None:
         return SessionCatalog(None, "none", None)
     named = meta.get("catalog")
+    store = Path(home) if home is not None else scratch_home()
+    if isinstance(named, dict) and isinstance(named.get("sha256"), str):
+        if (path := find_catalog(store, named["sha256"])) is not None:
+            return SessionCatalog(path, "store", named["sha256"])
     if isinstance(named, dict) and isinstance(named.get("seed"), int):
         adds = named.get("adds")
-        if adds not in (None, scenario.id):
+        if adds is not None and scenario is None:
+            raise CatalogError(f"{session_dir / META_NAME}: its catalog adds scenario {adds!r}, and the session "
+                               f"keeps no scenario copy; pass --catalog FILE")
+        if adds is not None and adds != scenario.id:
             raise CatalogError(f"{session_dir / META_NAME}: its catalog adds scenario {adds!r}, but the session's "
                                f"scenario is {scenario.id!r}; pass --catalog FILE")
-        path = rebuilt(named["seed"], scenario if adds else None)
-        return SessionCatalog(path, "rebuilt", file_sha256(path))
+        from spillage.origins.catalog import with_benchmark
+
+        path, sha256 = stored_catalog(store, with_benchmark([scenario]) if adds else None, named["seed"])
+        if named.get("sha256") not in (None, sha256):
+            raise CatalogError(f"{session_dir / META_NAME}: its catalog has SHA-256 {named['sha256']}, which is not "
+                               f"in {store} and is not what seed {named['seed']} builds with this version "
+                               f"({sha256}); pass --catalog FILE")
+        return SessionCatalog(path, "rebuilt", sha256)
     raise CatalogError(f"{session_dir}: no {CATALOG_COPY}, and {META_NAME} does not say which catalog the sites "
                        f"served; pass --catalog FILE (`spillage origins catalog --seed N --out FILE` builds one)")
 
 
-_REBUILT: dict[tuple, Path] = {}
+_SCRATCH: list[Path] = []
 
 
-def rebuilt(seed: int, adds: Scenario | None) -> Path:
-    """The catalog built from the benchmark with `seed`, plus the scenario `adds` (once per process
-    for the same seed and scenario)."""
-    from spillage.origins.catalog import build_catalog
-    from spillage.origins.catalog import with_benchmark
-    from spillage.scenarios.dump import scenario_yaml
+def scratch_home() -> Path:
+    """A catalog store for this process, when no spillage home is given (removed at exit)."""
+    if not _SCRATCH:
+        import atexit
+        import shutil
 
-    key = (seed, scenario_yaml(adds) if adds else None)
-    if key not in _REBUILT:
-        folder = Path(tempfile.mkdtemp(prefix="spillage-catalog-"))
+        folder = Path(tempfile.mkdtemp(prefix="spillage-catalogs-"))
         atexit.register(shutil.rmtree, folder, True)
-        build_catalog(folder / CATALOG_COPY, with_benchmark([adds]) if adds else None, seed)
-        _REBUILT[key] = folder / CATALOG_COPY
-    return _REBUILT[key]
+        _SCRATCH.append(folder)
+    return _SCRATCH[0]

@@ -129,13 +129,27 @@ def _benchmark_knowledge() -> dict:
         return knowledge_json(path)
 
 
-def site_profiles(catalog_path=None, profile_dirs=(), benchmark: bool = True) -> dict[str, SiteProfile]:
-    """Profiles by host, from `catalog_path`, else from the benchmark's catalog (seed 0, built once per
-    process) when `benchmark`, else from the URL grammars alone (no catalog facts), with the sites of
-    the profile files in `profile_dirs` added (one for a site already known replaces its grammar,
-    keeping its catalog facts). ProfileError for a bad profile file."""
+_BY_CATALOG: dict[str, dict[str, SiteProfile]] = {}   # content hash → profiles, the last few catalogs read
+
+
+def _catalog_profiles(catalog_path, sha256: str) -> dict[str, SiteProfile]:
+    if sha256 not in _BY_CATALOG:
+        if len(_BY_CATALOG) >= 8:
+            del _BY_CATALOG[next(iter(_BY_CATALOG))]
+        _BY_CATALOG[sha256] = profiles(knowledge_json(catalog_path))
+    return _BY_CATALOG[sha256]
+
+
+def site_profiles(catalog_path=None, profile_dirs=(), benchmark: bool = True,
+                  sha256: str | None = None) -> dict[str, SiteProfile]:
+    """Profiles by host, from `catalog_path` (read once per process for a catalog whose content hash
+    `sha256` is given: a batch of sessions on one catalog reads it once), else from the benchmark's
+    catalog (seed 0, built once per process) when `benchmark`, else from the URL grammars alone (no
+    catalog facts), with the sites of the profile files in `profile_dirs` added (one for a site
+    already known replaces its grammar, keeping its catalog facts). ProfileError for a bad profile
+    file."""
     if catalog_path is not None:
-        found = profiles(knowledge_json(catalog_path))
+        found = dict(_catalog_profiles(catalog_path, sha256)) if sha256 else profiles(knowledge_json(catalog_path))
     else:
         found = profiles(_benchmark_knowledge() if benchmark else {"format": FORMAT, "version": VERSION, "sites": {}})
     for host, grammar in load_grammars(profile_dirs, shipped=False).items():

@@ -4,6 +4,7 @@ import argparse
 import ipaddress
 import logging
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -25,9 +26,9 @@ def _stop(signum, frame):
 
 
 def serve(host="127.0.0.1", port=0, catalog_path=None, ready=None, seed=0, scenarios=None,
-          existing=False) -> None:
-    """Build the catalog (or serve an `existing` one), bind, print the ready line, then serve
-    until SIGTERM/SIGINT.
+          existing=False, listener: socket.socket | None = None) -> None:
+    """Build the catalog (or serve an `existing` one), bind (or serve on `listener`, a socket already
+    bound and listening), print the ready line, then serve until SIGTERM/SIGINT.
 
     `scenarios` join the benchmark's, replacing those of their personas; `ready`, if given, is called with the
     bound port just before serving starts."""
@@ -35,12 +36,14 @@ def serve(host="127.0.0.1", port=0, catalog_path=None, ready=None, seed=0, scena
         path = Path(catalog_path) if catalog_path else Path(tmp) / "sites.sqlite"
         if not existing:
             build_catalog(path, with_benchmark(scenarios) if scenarios else None, seed)
-        server = waitress.create_server(make_app(path), host=host, port=port, threads=8)
+        bind = {"sockets": [listener]} if listener is not None else {"host": host, "port": port}
+        server = waitress.create_server(make_app(path), threads=8, **bind)
         handlers = {}
         try:
             if threading.current_thread() is threading.main_thread():
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     handlers[sig] = signal.signal(sig, _stop)
+            host = listener.getsockname()[0] if listener is not None else host
             shown = f"[{host}]" if ":" in host else host
             print(f"spillage origins listening on http://{shown}:{server.effective_port}", flush=True)
             if ready is not None:
@@ -67,6 +70,9 @@ def main(argv=None) -> int:
                              "(a persona given here replaces the benchmark's)")
     parser.add_argument("--from-catalog", type=Path, metavar="PATH",
                         help="serve this existing catalog file instead of building one")
+    parser.add_argument("--fd", type=int, metavar="N",
+                        help="serve on this inherited file descriptor, a loopback TCP socket already listening "
+                             "(its parent knows the port before the server starts)")
     args = parser.parse_args(argv)
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback
@@ -82,11 +88,19 @@ def main(argv=None) -> int:
         parser.error("--from-catalog serves a built catalog: it takes no --catalog or --scenarios")
     if args.from_catalog is not None and not args.from_catalog.is_file():
         parser.error(f"--from-catalog: no catalog file at {str(args.from_catalog)!r}")
+    listener = None
+    if args.fd is not None:
+        try:
+            listener = socket.socket(fileno=args.fd)
+        except OSError as e:
+            parser.error(f"--fd {args.fd}: not a socket ({e.strerror or e})")
+        if listener.type != socket.SOCK_STREAM or not ipaddress.ip_address(listener.getsockname()[0]).is_loopback:
+            parser.error(f"--fd {args.fd}: not a TCP socket bound to a loopback address")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     try:
         scenarios = [s for f in scenario_files(args.scenarios) for s in load_file(f)]
         serve(args.host, args.port, args.from_catalog or args.catalog, seed=args.seed, scenarios=scenarios,
-              existing=args.from_catalog is not None)
+              existing=args.from_catalog is not None, listener=listener)
     except ScenarioError as e:
         print(f"spillage origins: {e}", file=sys.stderr)
         return 2

@@ -19,11 +19,11 @@ from spillage.reports.document import to_html
 from spillage.reports.document import to_markdown
 from spillage.reports.plots import draw
 from spillage.reports.plots import render
-from spillage.reports.sessions import DEFAULT_KEYS
+from spillage.reports.options import DEFAULT_KEYS
 from spillage.reports.sessions import EVENT_SCHEMA
 from spillage.reports.sessions import Batch
 from spillage.reports.sessions import ReportError
-from spillage.reports.stats import DEFAULT_SEED
+from spillage.reports.options import DEFAULT_SEED
 from spillage.reports.tables import compare_table
 from spillage.reports.tables import group_table
 

@@ -4,11 +4,12 @@ timeline, in the terminal or as a page)."""
 import sys
 from pathlib import Path
 
-from spillage.reports.sessions import DEFAULT_KEYS
-from spillage.reports.sessions import KEYS
-from spillage.reports.stats import DEFAULT_SEED
-from spillage.reports.stats import RESAMPLES
+from spillage.reports.options import DEFAULT_KEYS
+from spillage.reports.options import DEFAULT_SEED
+from spillage.reports.options import KEYS
+from spillage.reports.options import RESAMPLES
 from spillage.runner.console import fail
+from spillage.runner.console import spillage_home
 
 
 def grouping_keys(text: str) -> tuple[str, ...]:
@@ -45,7 +46,7 @@ def cmd_inspect(args) -> int:
     from spillage.reports.timeline import load_timeline
 
     try:
-        timeline = load_timeline(args.session)
+        timeline = load_timeline(args.session, spillage_home(args))
     except InspectError as e:
         return fail(str(e))
     if args.html:

@@ -10,7 +10,7 @@ import pandas as pd
 from spillage.audit.model import CATEGORIES
 from spillage.reports.stats import LEVEL
 from spillage.reports.stats import METRICS
-from spillage.reports.stats import RESAMPLES
+from spillage.reports.options import RESAMPLES
 
 RATE_TABLE = ("or_C_E", "or_C_I", "or_B_E", "or_B_I", "or_all", "behavioral_content")
 OUTCOME_TABLE = ("task_success", "recovery", "recovery_first_party", "recovery_third_party")

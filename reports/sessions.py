@@ -18,12 +18,11 @@ from spillage.proxy.documents import DocumentError
 from spillage.proxy.documents import load_json
 from spillage.proxy.layout import MAX_AUDIT_BYTES
 from spillage.proxy.layout import REPORT_NAME
+from spillage.reports.options import KEYS
 from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import META_NAME
 
 # What a session can be grouped or compared by, and where each value comes from.
-KEYS = ("framework", "model", "site", "style", "scenario", "prompt", "note")
-DEFAULT_KEYS = ("framework", "model", "site", "style")
 NO_NOTE = UNKNOWN = "-"
 # events.parquet's columns: the session, its grouping keys, then event_row's; the same types with no row.
 EVENT_SCHEMA = pa.schema([

@@ -13,10 +13,10 @@ from scipy.stats import DegenerateDataWarning
 from scipy.stats import bootstrap
 
 from spillage.audit.model import CATEGORIES
+from spillage.reports.options import DEFAULT_SEED
+from spillage.reports.options import RESAMPLES
 
-RESAMPLES = 10_000
 LEVEL = 0.95
-DEFAULT_SEED = 0
 CELLS = 4_000_000  # resampled values held at once (memory bound on big groups)
 
 

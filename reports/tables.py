@@ -3,9 +3,9 @@
 import pandas as pd
 
 from spillage.audit.model import CATEGORIES
-from spillage.reports.sessions import KEYS
+from spillage.reports.options import KEYS
 from spillage.reports.sessions import ReportError
-from spillage.reports.stats import DEFAULT_SEED
+from spillage.reports.options import DEFAULT_SEED
 from spillage.reports.stats import METRICS
 from spillage.reports.stats import difference_estimates
 from spillage.reports.stats import group_estimates

@@ -68,13 +68,14 @@ def timestamp(ts: str) -> datetime:
     return datetime.fromisoformat(ts.replace("Z", "+00:00"))
 
 
-def load_timeline(folder: Path) -> Timeline:
-    """Verify `folder`'s log, take its audit, and keep the records the audit's evidence names."""
+def load_timeline(folder: Path, home: Path | None = None) -> Timeline:
+    """Verify `folder`'s log, take its audit (made now, with the catalog store of the spillage `home`,
+    when it has none), and keep the records the audit's evidence names."""
     folder = Path(folder)
     if not capture_path(folder).is_file():
         raise InspectError(f"{folder}: no {LOG_NAME} here; is this a session folder?")
     check = verify(folder)
-    audit, source = session_audit(folder, check)
+    audit, source = session_audit(folder, check, home)
     seqs = {s for a in audit["actions"] for s in a["evidence"]} | {s for e in audit["events"] for s in e["evidence"]}
     index = read_index(folder)
     requests = {seq for seq in seqs if index.get(seq, (None,))[0] in ("request", "egress_blocked")}
@@ -86,7 +87,7 @@ def load_timeline(folder: Path) -> Timeline:
     return Timeline(folder, check, audit, source, records, responses, timestamp(start["ts"]) if start else None)
 
 
-def session_audit(folder: Path, check: VerifyResult) -> tuple[dict, str]:
+def session_audit(folder: Path, check: VerifyResult, home: Path | None = None) -> tuple[dict, str]:
     """The session's audit.json when it audits this very log; otherwise an audit made now (of the
     records before the damage, for a log that fails verification)."""
     path = folder / REPORT_NAME
@@ -101,7 +102,7 @@ def session_audit(folder: Path, check: VerifyResult) -> tuple[dict, str]:
     else:
         reason = f"no {REPORT_NAME}, audited now"
     try:
-        return audit_session(folder, allow_unverified=True), reason
+        return audit_session(folder, allow_unverified=True, home=home), reason
     except AuditError as e:
         raise InspectError(str(e)) from e
 

@@ -157,9 +157,15 @@ class Batch:
         return finished
 
     def prepare(self, todo: list[RunSpec]) -> None:
-        """What children would otherwise race for: the CA, and AutoGen's virtual environment."""
+        """What children would otherwise race for: the CA, the signing key, the catalogs (built once
+        into the store, each run then finds its own), and AutoGen's virtual environment."""
+        from spillage.origins.catalog_store import stored_catalog
+        from spillage.runner.session_run import catalog_scenarios
+
         ensure_ca(self.home / "ca")
         load_or_create_key(self.home)
+        for scenario in {run.scenario.id: run.scenario for run in todo}.values():
+            stored_catalog(self.home, catalog_scenarios(scenario)[0], self.matrix.seed)
         if any(run.framework == "autogen" for run in todo):
             from spillage.runner.autogen_venv import autogen_python
             autogen_python()

@@ -63,6 +63,11 @@ class Child:
 
     def start(self) -> re.Match:
         """Start the child and block until it prints its ready line; returns the match."""
+        self.launch()
+        return self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the child without waiting for it (several can start at once; then `wait_ready`)."""
         self.process = subprocess.Popen(
             self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, env=self.env, text=True, errors="replace",
@@ -70,6 +75,10 @@ class Child:
         )
         self._pump = threading.Thread(target=self._copy_output, daemon=True)
         self._pump.start()
+
+    def wait_ready(self) -> re.Match:
+        """Block until the launched child prints its ready line; the match. ChildError (and the
+        child stopped) when it exits or is not ready within its timeout."""
         try:
             self._wait_ready()
         except BaseException:

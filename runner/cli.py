@@ -71,7 +71,7 @@ def cmd_run(args) -> int:
         return 1
     if args.audit:
         try:
-            report = audit_session(result.session_dir)
+            report = audit_session(result.session_dir, home=spillage_home(args))
         except AuditError as e:
             progress(f"the audit failed: {e}")
             return e.status
@@ -218,7 +218,7 @@ def cmd_audit(args) -> int:
         sessions = find_sessions(args.runs)
         if len(sessions) == 1 and len(args.runs) == 1 and args.jobs <= 1:
             report = audit_session(sessions[0], scenario, args.allow_unverified, make_judge(args.judge, **options),
-                                   args.profiles, args.catalog)
+                                   args.profiles, args.catalog, spillage_home(args))
             if not args.no_write:
                 write_report(sessions[0], report)
             print(summary_text(report) if args.format == "text" else json.dumps(report, indent=2, ensure_ascii=False))
@@ -227,7 +227,8 @@ def cmd_audit(args) -> int:
         progress(str(e))
         return e.status if isinstance(e, AuditError) else BAD_INPUT
     outcomes = audit_many(sessions, args.judge, options, args.jobs, args.allow_unverified, scenario,
-                          bar=sys.stderr.isatty() or args.progress, profile_dirs=args.profiles, catalog=args.catalog)
+                          bar=sys.stderr.isatty() or args.progress, profile_dirs=args.profiles, catalog=args.catalog,
+                          home=spillage_home(args))
     for o in outcomes:
         if o.error:
             print(f"{o.session}\tFAILED\t{o.error}")

@@ -42,8 +42,9 @@ def cmd_import(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     make_private_dir(tmp)
     try:
+        home = spillage_home(args)
         record = build_session(source, fmt, tmp, out.name, scenario, args.seed, not args.no_catalog,
-                               load_or_create_key(spillage_home(args)))
+                               load_or_create_key(home), home)
         tmp.rename(out)
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -71,13 +72,12 @@ def import_summary(source: Path, fmt: str, record: dict) -> list[str]:
 
 
 def build_session(source: Path, fmt: str, session_dir: Path, name: str, scenario, seed: int,
-                  with_catalog: bool, signing_key) -> dict:
+                  with_catalog: bool, signing_key, home: Path) -> dict:
     """Fill `session_dir` (to be renamed `name`) as `spillage run` would: log signed by a session key
-    that `signing_key` certifies, scenario copy, catalog, meta.json with status `imported`; the import
-    record."""
-    from spillage.proxy.layout import CATALOG_COPY
+    that `signing_key` certifies, scenario copy, meta.json with status `imported` naming the catalog
+    (kept in the catalog store of the spillage `home`); the import record."""
+    from spillage.origins.catalog_store import stored_catalog
     from spillage.proxy.layout import SCENARIO_COPY
-    from spillage.origins.catalog import build_catalog
     from spillage.proxy.capturelog import utc_timestamp
     from spillage.proxy.formats.imports import write_import_log
     from spillage.proxy.layout import seal_permissions
@@ -97,8 +97,8 @@ def build_session(source: Path, fmt: str, session_dir: Path, name: str, scenario
     catalog = None
     if with_catalog:
         scenarios, added = catalog_scenarios(scenario)
-        build_catalog(session_dir / CATALOG_COPY, scenarios, seed)
-        catalog = {"file": CATALOG_COPY, "seed": seed, "adds": scenario.id if added else None}
+        catalog = {"sha256": stored_catalog(home, scenarios, seed)[1], "seed": seed,
+                   "adds": scenario.id if added else None}
     check = verify(session_dir)
     write_meta(session_dir, {
         "session": name,

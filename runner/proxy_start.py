@@ -5,7 +5,7 @@ import hashlib
 from pathlib import Path
 
 from spillage.proxy.capturelog import utc_timestamp
-from spillage.proxy.layout import CATALOG_COPY
+from spillage.origins.catalog_store import stored_catalog
 from spillage.proxy.layout import PROXY_LOG
 from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import create_session
@@ -28,12 +28,13 @@ def run_proxy(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | N
     sites carry its surfaces, so `audit`, `report` and `inspect` take the session as it is."""
     ca = ensure_ca(home / "ca")
     scenarios, added = catalog_scenarios(scenario) if scenario else (None, False)
+    catalog, catalog_sha256 = stored_catalog(home, scenarios, 0)
     session_dir = create_session(runs_dir, f"proxy-{scenario.id}" if scenario else "proxy")
-    stack = Stack(session_dir, ca, load_or_create_key(home), tool="spillage proxy start", scenarios=scenarios,
+    stack = Stack(session_dir, ca, load_or_create_key(home), catalog, tool="spillage proxy start",
                   proxy_port=port, log=log)
     meta = {"session": session_dir.name, "spillage": SPILLAGE_VERSION,
             "agent": {"label": "proxy start", "framework": "proxy", "argv": [], "model": None},
-            "catalog": {"file": CATALOG_COPY, "seed": 0, "adds": scenario.id if added else None},
+            "catalog": {"sha256": catalog_sha256, "seed": 0, "adds": scenario.id if added else None},
             "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
             "signing": {"key": stack.key_fingerprint}, "started": utc_timestamp(), "status": "running"}
     if scenario is not None:

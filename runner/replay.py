@@ -17,7 +17,6 @@ from spillage.proxy.capturelog import CaptureError
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import read_body
 from spillage.proxy.capturelog import utc_timestamp
-from spillage.proxy.layout import CATALOG_COPY
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import create_session
@@ -195,6 +194,27 @@ def original_meta(session_dir: Path) -> dict:
         raise ReplayError(str(e)) from None
 
 
+def original_catalog(session_dir: Path, home: Path):
+    """The catalog the original session's sites served (audit/session_catalog.py), to serve again;
+    ReplayError when it cannot be known or the session had none (traffic of other sites)."""
+    from spillage.audit.session_audit import AuditError
+    from spillage.audit.session_audit import session_scenario
+    from spillage.audit.session_catalog import CatalogError
+    from spillage.audit.session_catalog import session_catalog
+    from spillage.origins.catalog_store import store_catalog
+
+    try:
+        scenario = session_scenario(session_dir) if (session_dir / SCENARIO_COPY).is_file() else None
+        served = session_catalog(session_dir, scenario, None, home)
+    except (CatalogError, AuditError) as e:
+        raise ReplayError(str(e)) from None
+    if served.path is None:
+        raise ReplayError(f"{session_dir}: its sites are not ours (imported with --no-catalog): nothing to replay on")
+    if served.source == "session":  # an older session's own copy: stored, so the replay names it by hash
+        store_catalog(home, served.path)
+    return served
+
+
 def replay_session(session_dir: Path, runs_dir: Path, home: Path, log=print) -> ReplayResult:
     """Re-send `session_dir`'s agent requests through a fresh stack into a new session under `runs_dir`
     (the CA and signing key are those of the spillage `home`)."""
@@ -204,8 +224,7 @@ def replay_session(session_dir: Path, runs_dir: Path, home: Path, log=print) -> 
         raise ReplayError(f"{check.path}: capture log fails verification ({check.damage}: {check.message}); "
                           "nothing was replayed")
     meta = original_meta(session_dir)
-    catalog = session_dir / CATALOG_COPY
-    catalog = catalog if catalog.is_file() else None  # an imported session: the benchmark's, with its seed
+    served = original_catalog(session_dir, home)
     scenario_id = (meta.get("scenario") or {}).get("id") or "session"
     new_dir = create_session(runs_dir, f"replay-{scenario_id}")
     log(f"session {new_dir} (replay of {session_dir.name})")
@@ -219,8 +238,7 @@ def replay_session(session_dir: Path, runs_dir: Path, home: Path, log=print) -> 
         "scenario": meta.get("scenario"),
         "agent": {"label": f"replay of {session_dir.name}", "framework": "replay", "argv": [],
                   "model": (meta.get("agent") or {}).get("model")},
-        "catalog": {**(meta.get("catalog") or {}), "file": CATALOG_COPY,
-                    "copied_from": str(catalog) if catalog else None},
+        "catalog": {**(meta.get("catalog") or {}), "sha256": served.sha256},
         "condition": meta.get("condition"),
         "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
         "started": utc_timestamp(), "status": "running",
@@ -228,8 +246,7 @@ def replay_session(session_dir: Path, runs_dir: Path, home: Path, log=print) -> 
     write_meta(new_dir, new_meta)
     result, finished = ReplayResult(new_dir), False
     began = time.monotonic()  # set again once the stack is up: `seconds` is the sending alone
-    stack = Stack(new_dir, ca, load_or_create_key(home), tool="spillage replay", catalog=catalog,
-                  seed=(meta.get("catalog") or {}).get("seed", 0), log=log)
+    stack = Stack(new_dir, ca, load_or_create_key(home), served.path, tool="spillage replay", log=log)
     new_meta["signing"] = {"key": stack.key_fingerprint}
     try:
         with stack:

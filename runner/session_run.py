@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spillage.origins.catalog import with_benchmark
+from spillage.origins.catalog_store import stored_catalog
 from spillage.proxy.capturelog import utc_timestamp
 from spillage.proxy.layout import AGENT_OUTCOME
 from spillage.proxy.layout import AGENT_STDERR
 from spillage.proxy.layout import AGENT_STDOUT
-from spillage.proxy.layout import CATALOG_COPY
 from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import create_session
 from spillage.proxy.layout import create_work_folder
@@ -205,9 +205,10 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     folder (named `session_name`, or by time, scenario and agent), and the agent works in its own folder
     beside it, as `user` when given (docs/EVIDENCE.md).
 
-    The sites' catalog is generated with `seed` from the benchmark, plus `scenario` when it is not one of it;
-    the agent gets the prompt and system note of `condition`. With `model_via_proxy` the agent's calls to
-    its model endpoint go through the proxy too, and are captured (the provider becomes an observer).
+    The sites' catalog is generated with `seed` from the benchmark, plus `scenario` when it is not one of it,
+    once: it is kept in the spillage home by content hash, which meta.json records. The agent gets the
+    prompt and system note of `condition`. With `model_via_proxy` the agent's calls to its model endpoint
+    go through the proxy too, and are captured (the provider becomes an observer).
     The CA and the signing key are those of the spillage `home`."""
     task = condition.task(scenario)
     scenarios, added = catalog_scenarios(scenario)
@@ -226,7 +227,7 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
                      "file_sha256": hashlib.sha256(Path(scenario.file).read_bytes()).hexdigest()},
         "agent": {"label": agent.label, "framework": agent.framework, "argv": list(agent.argv),
                   "model": agent.model},
-        "catalog": {"file": CATALOG_COPY, "seed": seed, "adds": scenario.id if added else None},
+        "catalog": {"seed": seed, "adds": scenario.id if added else None},   # and its sha256 once built
         "condition": condition.as_json(),
         "model_endpoint": {"host": agent.model_host, "via_proxy": routed_model is not None},
         "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
@@ -236,12 +237,13 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
         "status": "running",
     }
     write_meta(session_dir, meta)
-    stack = Stack(session_dir, ca, signing_key, scenarios=scenarios, seed=seed, log=log,
-                  model_hosts=(routed_model,) if routed_model else ())
-    meta["signing"] = {"key": stack.key_fingerprint}
     before_agent = AgentOutcome(None, "interrupted", "Ctrl-C before the agent started")
-    outcome, took = before_agent, 0.0
+    outcome, took, stack = before_agent, 0.0, None
     try:
+        catalog, meta["catalog"]["sha256"] = stored_catalog(home, scenarios, seed)
+        stack = Stack(session_dir, ca, signing_key, catalog, log=log,
+                      model_hosts=(routed_model,) if routed_model else ())
+        meta["signing"] = {"key": stack.key_fingerprint}
         with stack:
             meta["signing"]["session_key"] = stack.session_key.key
             env = agent_environment(os.environ, stack.proxy_url, ca, scenario, work, copy, task,
@@ -274,18 +276,20 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     return SessionResult(session_dir, outcome, result.count, result.head, settlement.ok, settlement.status)
 
 
-def finish_meta(session_dir: Path, meta: dict, stack: Stack, outcome: AgentOutcome, took: float):
+def finish_meta(session_dir: Path, meta: dict, stack: Stack | None, outcome: AgentOutcome, took: float):
     """Write the final meta.json: how the agent ended, how the evidence was settled and, for a log the
-    proxy sealed, its verified head and final signed head; then make the evidence read-only."""
-    settlement = stack.settlement
+    proxy sealed, its verified head and final signed head; then make the evidence read-only. `stack`
+    is None when the servers were never made (the catalog could not be built)."""
+    settlement = stack.settlement if stack else None
     meta.update({
         "ended": utc_timestamp(),
         "status": outcome.status,
         "agent_exit": outcome.exit_code,
         "agent_seconds": round(took, 3),
-        "proxy": {"url": stack.proxy_url, "exit": stack.exits.get("proxy")},
-        "origins": {"url": stack.origin_url, "exit": stack.exits.get("origins")},
     })
+    if stack is not None:
+        meta["proxy"] = {"url": stack.proxy_url, "exit": stack.exits.get("proxy")}
+        meta["origins"] = {"url": stack.origin_url, "exit": stack.exits.get("origins")}
     if outcome.detail:
         meta["status_detail"] = outcome.detail
     if outcome.reported:

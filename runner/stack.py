@@ -2,8 +2,8 @@
 settlement of the evidence once they have stopped."""
 
 import os
-import shutil
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -11,9 +11,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
-from spillage.origins.catalog import build_catalog
 from spillage.proxy.capturelog import utc_timestamp
-from spillage.proxy.layout import CATALOG_COPY
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import ORIGINS_LOG
 from spillage.proxy.layout import PROXY_LOG
@@ -32,10 +30,12 @@ ORIGINS_READY = r"spillage origins listening on (http://127\.0\.0\.1:(\d+))"
 PROXY_READY = r"spillage proxy listening on (http://\S+)"
 
 
-def origins_command(catalog: Path, built: bool = False) -> list[str]:
-    """argv for our origin server on a free loopback port: it builds the benchmark's catalog into
-    `catalog`, or serves `catalog` as it is when `built`."""
-    return [sys.executable, "-m", "spillage.origins.server", "--port", "0",
+def origins_command(catalog: Path, built: bool = False, fd: int | None = None) -> list[str]:
+    """argv for our origin server on a free loopback port (or on the listening socket `fd` it
+    inherits): it builds the benchmark's catalog into `catalog`, or serves `catalog` as it is when
+    `built`."""
+    where = ["--fd", str(fd)] if fd is not None else ["--port", "0"]
+    return [sys.executable, "-m", "spillage.origins.server", *where,
             "--from-catalog" if built else "--catalog", str(catalog)]
 
 
@@ -52,9 +52,9 @@ def key_pipe(session_key: SessionKey) -> int:
 class Stack:
     """Origins + proxy for one session folder. `with Stack(...) as s:` then use `s.proxy_url`.
 
-    The catalog the origins serve is built into the session folder first, from `scenarios`
-    (default: the benchmark's) with `seed`, so the audit later reads the very site the agent saw;
-    or it is a copy of `catalog`, an existing catalog file (a replay serves the original's).
+    The origins serve `catalog`, a built catalog file (origins/catalog_store.py keeps them by content
+    hash; the session names it in meta.json), read-only. They listen on a socket bound here, so the
+    proxy, which must know their address, starts at the same time.
 
     The proxy signs the log with a session key made here and certified by `signing_key`; it gets the
     key over a pipe and reports each signed checkpoint on its stdout (runner/heads.py). On exit, once
@@ -63,10 +63,8 @@ class Stack:
     session_dir: Path
     ca: CertAuthority
     signing_key: object               # the long-term Ed25519 key (proxy.signing.load_or_create_key)
+    catalog: Path                     # the catalog file the origins serve
     tool: str = "spillage run"        # who seals the log if the proxy dies first
-    scenarios: list | None = None
-    seed: int = 0
-    catalog: Path | None = None
     proxy_port: int = 0
     inline_limit: int | None = None
     model_hosts: tuple[str, ...] = ()  # model endpoints the proxy lets through (--model-via-proxy)
@@ -82,26 +80,25 @@ class Stack:
         return fingerprint(raw_public(self.signing_key))
 
     def __enter__(self) -> "Stack":
-        catalog = self.session_dir / CATALOG_COPY
-        if self.catalog is not None:
-            shutil.copyfile(self.catalog, catalog)
-        else:
-            build_catalog(catalog, self.scenarios, self.seed)
-        self.origins = Child("origins", origins_command(catalog, built=True),
-                             ORIGINS_READY, self.session_dir / ORIGINS_LOG)
-        self.origin_url = self.origins.start().group(1)
-        self.log(f"origins on {self.origin_url}")
         self.session_key = SessionKey.issue(self.signing_key, self.session_dir.name, utc_timestamp())
         self.monitor = HeadMonitor(self.session_key)
+        with socket.create_server(("127.0.0.1", 0)) as listener:
+            origin = f"127.0.0.1:{listener.getsockname()[1]}"
+            self.origins = Child("origins", origins_command(self.catalog, built=True, fd=listener.fileno()),
+                                 ORIGINS_READY, self.session_dir / ORIGINS_LOG, pass_fds=(listener.fileno(),))
+            self.origins.launch()
         read_end = key_pipe(self.session_key)
-        origin = self.origin_url.removeprefix("http://")
         argv = mitmdump_command(self.ca, origin, self.session_dir, self.proxy_port, self.inline_limit,
                                 self.model_hosts, read_end)
         self.proxy = Child("proxy", argv, PROXY_READY, self.session_dir / PROXY_LOG,
                            pass_fds=(read_end,), on_line=self.monitor.line)
         try:
-            self.proxy_url = self.proxy.start().group(1)
+            self.proxy.launch()
+            self.origin_url = self.origins.wait_ready().group(1)
+            self.log(f"origins on {self.origin_url}")
+            self.proxy_url = self.proxy.wait_ready().group(1)
         except BaseException:
+            self.proxy.stop()
             self.origins.stop()
             raise
         finally:

@@ -64,7 +64,8 @@ def test_replay_resends_agent_requests_in_order_with_the_replays_cookies(tmp_pat
     assert meta["replay_of"]["session"] == original.name and meta["agent"]["label"] == f"replay of {original.name}"
     assert meta["replay"]["requests"] == 4 and meta["capture"]["head"] == verify(replay).head
     assert (replay / "scenario.yaml").read_bytes() == (original / "scenario.yaml").read_bytes()
-    assert (replay / "catalog.sqlite").read_bytes() == catalog_file.read_bytes()
+    stored = tmp_path / "ca" / "catalogs" / f"{meta['catalog']['sha256']}.sqlite"  # the home's store
+    assert stored.read_bytes() == catalog_file.read_bytes() and not (replay / "catalog.sqlite").exists()
 
     sent = [r for r in records(replay) if r["kind"] in ("request", "egress_blocked")]
     assert [(r["method"], r["url"]) for r in sent] == [

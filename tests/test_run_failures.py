@@ -3,6 +3,7 @@
 import json
 import sys
 
+import spillage.runner.session_run as session_run
 import spillage.runner.stack as stack
 from spillage.runner.cli import main
 
@@ -18,7 +19,7 @@ def meta(tmp_path) -> dict:
 
 def test_sites_that_do_not_start_end_the_run_with_their_own_words(tmp_path, monkeypatch, capsys):
     failing = [sys.executable, "-c", "print('bind: Address already in use', flush=True); raise SystemExit(1)"]
-    monkeypatch.setattr(stack, "origins_command", lambda catalog, built=False: failing)
+    monkeypatch.setattr(stack, "origins_command", lambda catalog, built=False, fd=None: failing)
     assert run(tmp_path) == 3
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert "origins exited with 1 before it was ready" in last and "Address already in use" in last
@@ -32,7 +33,7 @@ def test_an_unforeseen_error_before_the_agent_is_not_recorded_as_an_interruption
     def broken(*args, **kwargs):
         raise FileNotFoundError(2, "No such file or directory", "/nonexistent/catalog.sqlite")
 
-    monkeypatch.setattr(stack, "build_catalog", broken)
+    monkeypatch.setattr(session_run, "stored_catalog", broken)
     assert run(tmp_path) == 70
     err = capsys.readouterr().err
     assert "internal error: FileNotFoundError" in err and "Traceback" not in err
