@@ -19,7 +19,6 @@ import os
 import tempfile
 from pathlib import Path
 
-from spillage.origins.catalog import build_catalog
 
 CATALOG_DIR = "catalogs"
 INPUTS_DIR = "inputs"
@@ -55,12 +54,16 @@ def generator_digest() -> str:
 
 
 def inputs_key(scenarios, seed: int) -> str:
-    """The hash of everything a catalog is built from: the generator, the seed, the scenarios
-    (their content, not where their files lie)."""
-    from spillage.origins.catalog import load_benchmark
+    """The hash of everything a catalog is built from: the generator, the seed, and the scenarios:
+    their content, not where their files lie; for the benchmark's (None), its files' bytes, so that
+    finding its catalog parses nothing."""
+    if scenarios is None:
+        from spillage.scenarios.benchmark import BENCHMARK_DIRS
+        from spillage.scenarios.loader import scenario_files
 
-    chosen = load_benchmark() if scenarios is None else list(scenarios)
-    content = [{k: v for k, v in dataclasses.asdict(s).items() if k not in ("file", "lines")} for s in chosen]
+        content = [hashlib.sha256(path.read_bytes()).hexdigest() for path in scenario_files(BENCHMARK_DIRS)]
+    else:
+        content = [{k: v for k, v in dataclasses.asdict(s).items() if k not in ("file", "lines")} for s in scenarios]
     text = json.dumps({"generator": generator_digest(), "seed": seed, "scenarios": content},
                       sort_keys=True, ensure_ascii=False, default=sorted)  # sets, in a fixed order
     return hashlib.sha256(text.encode()).hexdigest()
@@ -111,6 +114,8 @@ def stored_catalog(home: Path, scenarios=None, seed: int = 0) -> tuple[Path, str
         sha256 = index.read_text(encoding="ascii").strip()
         if (path := find_catalog(home, sha256)) is not None:
             return path, sha256
+    from spillage.origins.catalog import build_catalog
+
     with tempfile.TemporaryDirectory(prefix="spillage-catalog-") as tmp:
         built = Path(tmp) / "built.sqlite"
         build_catalog(built, scenarios, seed)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-import spillage.origins.catalog_store as store
+import spillage.origins.catalog as catalog_module
 from spillage.audit.session_catalog import CatalogError
 from spillage.audit.session_catalog import session_catalog
 from spillage.origins.catalog import load_benchmark
@@ -31,13 +31,24 @@ def test_a_catalog_is_built_once_and_kept_read_only_under_its_hash(home, default
     path, sha256 = default
     assert path == home / "catalogs" / f"{sha256}.sqlite" and file_sha256(path) == sha256
     assert not os.stat(path).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+    assert stored_catalog(home, load_benchmark(), 0) == default  # the same scenarios given as a list: same bytes
 
     def no_build(*args, **kwargs):
         raise AssertionError("built again")
 
-    monkeypatch.setattr(store, "build_catalog", no_build)
+    monkeypatch.setattr(catalog_module, "build_catalog", no_build)
     assert stored_catalog(home) == default
-    assert stored_catalog(home, load_benchmark(), 0) == default  # the same inputs, given explicitly
+    assert stored_catalog(home, load_benchmark(), 0) == default
+
+
+def test_the_benchmarks_catalog_is_found_without_parsing_a_scenario(home, default, monkeypatch):
+    import spillage.scenarios.loader as loader
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(loader, "load_file", no_parse)
+    assert stored_catalog(home) == default
 
 
 def test_another_seed_is_another_catalog(home, default):
