@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from spillage.runner.agent_process import chromium_path
+from spillage.runner.agent_process import exit_at_once
 from spillage.runner.agent_process import is_model_error
 from spillage.runner.agent_process import report_outcome
 from spillage.runner.agent_process import agent_arguments
@@ -69,15 +70,29 @@ def model_client(spec: ModelSpec, scenario, context):
         return OpenAIChatCompletionClient(**options, model_info=TEXT_TOOLS_MODEL_INFO)
 
 
+def surfer_class(spec: ModelSpec):
+    """MultimodalWebSurfer, or for a scripted model `ScriptedWebSurfer`, which leaves out the waits
+    that only give a model's turn time (docs/AGENTS.md). A scripted run never has a page converted
+    to Markdown (what `summarize_page` and `answer_question` do), so the surfer is started without
+    markitdown, which it treats as optional and which takes most of a second to import."""
+    if not spec.scripted:
+        from autogen_ext.agents.web_surfer import MultimodalWebSurfer
+        return MultimodalWebSurfer
+    if "markitdown" not in sys.modules:
+        sys.modules["markitdown"] = None  # `import markitdown` raises ImportError
+    from spillage.runner.autogen_scripted import ScriptedWebSurfer
+    return ScriptedWebSurfer
+
+
 async def run_agent(args) -> int:
     from autogen_agentchat.conditions import FunctionalTermination
     from autogen_agentchat.messages import MultiModalMessage
     from autogen_agentchat.teams import RoundRobinGroupChat
-    from autogen_ext.agents.web_surfer import MultimodalWebSurfer
     from playwright.async_api import async_playwright
 
     scenario = load_scenario(Path(os.environ["SPILLAGE_SCENARIO_FILE"]))
     spec = parse_model(args.model, args.base_url)
+    surfer_type = surfer_class(spec)
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(
             executable_path=chromium_path(),
@@ -87,7 +102,7 @@ async def run_agent(args) -> int:
         )
         try:
             context = await browser.new_context()
-            surfer = MultimodalWebSurfer(
+            surfer = surfer_type(
                 SURFER_NAME, model_client=model_client(spec, scenario, context),
                 start_page=os.environ["SPILLAGE_START_URL"], headless=True, to_save_screenshots=False,
                 playwright=playwright, context=context,
@@ -124,4 +139,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_at_once(main())

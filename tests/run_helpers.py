@@ -27,8 +27,8 @@ def run_policies(workdir: Path, agent: str, runs: list[tuple[str, str]], *extra:
                  timeout: float = 300, jobs: int = 1) -> dict[tuple[str, str], tuple[Path, dict]]:
     """Run and audit every (scenario, policy) of `runs` with `agent`, `jobs` at a time: (session folder,
     audit report) for each. browser-use runs go one after the other: on a loaded machine its quick
-    steps stretch, and what the trackers count as dwelt on changes; AutoGen waits 3 s after every
-    action, which leaves room for a few runs at once."""
+    steps stretch, and what the trackers count as dwelt on changes; AutoGen waits for each page and
+    3 s after every scroll, which leaves room for a few runs at once."""
     needs_chromium()
 
     def run_one(scenario: str, policy: str) -> tuple[Path, dict]:

@@ -237,3 +237,68 @@ def test_models_tell_the_surfer_they_call_tools_on_text(tmp_path):
                   "family": "unknown", "structured_output": False}
     assert scripted == text_tools and local == text_tools
     assert known_family == "gpt-4o"
+
+
+PACING_CHECK = """
+import asyncio, json, time
+from spillage.runner.autogen_agent import model_client, surfer_class
+from spillage.runner.autogen_scripted import ScriptedPlaywrightController
+from spillage.runner.model_spec import parse_model
+from spillage.scenarios.loader import resolve_scenario
+
+class Request:
+    frame = "main"
+    def is_navigation_request(self):
+        return True
+
+class Page:  # what the controller uses of a Playwright page
+    main_frame = "main"
+    def __init__(self):
+        self.handlers, self.calls = {}, []
+    def on(self, event, handler):
+        self.handlers[event] = handler
+    async def wait_for_timeout(self, ms):
+        self.calls.append(["sleep", ms])
+    async def wait_for_load_state(self):
+        self.calls.append(["load"])
+
+async def tool(controller, page, name, sleeps=1, navigates_after=None):
+    page.calls = []
+    controller.begin(page, name)
+    if navigates_after is not None:
+        page.handlers["request"](Request())
+        asyncio.get_running_loop().call_later(navigates_after, page.handlers["framenavigated"], "main")
+    began = time.monotonic()
+    for _ in range(sleeps):
+        await controller.sleep(page, 3)  # as the surfer calls it
+    return [page.calls, time.monotonic() - began]
+
+async def main():
+    controller, page = ScriptedPlaywrightController(), Page()
+    print(json.dumps({
+        "scroll": await tool(controller, page, "scroll_down"),
+        "sleep": await tool(controller, page, "sleep", sleeps=2),
+        "click": await tool(controller, page, "click", navigates_after=0.3),
+        "input": await tool(controller, page, "input_text"),
+    }))
+
+surfer = surfer_class(parse_model("scripted:minimal"))
+scripted = model_client(parse_model("scripted:minimal"), resolve_scenario("shop-kettle-chat", None), None)
+assert type(surfer("web_surfer", model_client=scripted)._playwright_controller) is ScriptedPlaywrightController
+asyncio.run(main())
+"""
+
+
+@pytest.mark.needs_tool("autogen")
+def test_a_scripted_surfer_waits_for_the_pages_it_loads_instead_of_3_s_but_not_after_scrolls_or_pauses(tmp_path):
+    python = autogen_venv.venv_dir() / "bin" / "python"
+    out = subprocess.run([str(python), "-c", PACING_CHECK], capture_output=True, text=True, cwd=tmp_path,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    paced = json.loads(out.stdout)
+    assert paced["scroll"][0] == [["sleep", 3000]]  # what a scroll shows stays on screen as long as before
+    assert paced["sleep"][0] == [["sleep", 3000]] * 2  # a pause (the sleep tool) too
+    calls, took = paced["click"]
+    assert calls == [["load"]] and 0.3 <= took < 2.5  # the page the click asked for: committed, then loaded
+    calls, took = paced["input"]
+    assert calls == [] and took < 2.5  # nothing was loaded: a short grace, no 3 s

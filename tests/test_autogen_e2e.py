@@ -1,7 +1,9 @@
 """The scripted policies under AutoGen, end to end: `spillage run --agent autogen` runs the real
 MultimodalWebSurfer (in its own venv) in Debian's Chromium through the proxy, then the audit.
 Checks what docs/AUTOGEN.md promises: every policy completes the task, and each leaks through
-the channel it is meant to exercise. AutoGen waits 3 s after every action: about 1.5 minutes a run."""
+the channel it is meant to exercise. With a scripted model the surfer waits for the pages it loads
+instead of 3 s after every action, but still 3 s after each scroll and pause (docs/AGENTS.md):
+10-20 s a run, `scroller` about a minute."""
 
 import json
 from pathlib import Path

@@ -2,6 +2,7 @@
 
 import asyncio
 import os
+from collections import deque
 from pathlib import Path
 
 import pytest
@@ -436,3 +437,64 @@ def test_scroll_and_wait_actions_are_valid_browser_use_actions(output_format):
     step = {"evaluation_previous_goal": "", "memory": "", "next_goal": "", "action": actions}
     parsed = output_format.model_validate(step)
     assert [a.model_dump(exclude_unset=True) for a in parsed.action] == actions
+
+
+# --- pacing of scripted runs (runner/browser_agent.py) ---------------------------------------------
+
+class FakeSession:
+    """What `click_until_loaded` reads of a browser-use session: the focused tab's lifecycle events
+    and its URL."""
+
+    agent_focus_target_id = "tab"
+
+    def __init__(self, url: str = "https://shop.test/s?k=kettle"):
+        self.events = deque([{"name": "load", "loaderId": "first"}], maxlen=50)
+        self.url = url
+        self.session_manager = self
+
+    def get_lifecycle_events(self, target_id):
+        return self.events
+
+    async def get_current_page_url(self) -> str:
+        return self.url
+
+
+def paced_click(session: FakeSession, loads_after: float | None, window: float) -> tuple[float, list]:
+    """Run a click through `click_until_loaded` (a new page loads `loads_after` seconds into the click,
+    or never): (seconds it took, the download windows browser-use's wait was given)."""
+    from spillage.runner.browser_agent import click_until_loaded
+    windows = []
+
+    async def click_window(watchdog, click_coro, download_start_timeout, download_complete_timeout):
+        windows.append(download_start_timeout)
+        return await click_coro
+
+    async def click():
+        if loads_after is not None:
+            asyncio.get_running_loop().call_later(loads_after, session.events.extend,
+                                                  [{"name": "init", "loaderId": "next"}, {"name": "load", "loaderId": "next"}])
+
+    watchdog = type("Watchdog", (), {"browser_session": session})()
+
+    async def run() -> float:
+        began = asyncio.get_running_loop().time()
+        await click_until_loaded(click_window)(watchdog, click(), download_start_timeout=window)
+        return asyncio.get_running_loop().time() - began
+    return asyncio.run(run()), windows
+
+
+def test_a_scripted_click_waits_for_the_page_it_opened_not_for_the_download_window():
+    took, windows = paced_click(FakeSession(), loads_after=0.1, window=5.0)
+    assert 0.1 <= took < 2.0
+    assert windows == [0]  # browser-use's own wait for a download is not run
+
+
+def test_a_scripted_click_that_opens_no_page_waits_the_whole_window():
+    took, _ = paced_click(FakeSession(), loads_after=None, window=0.3)
+    assert took >= 0.3
+
+
+def test_a_page_opened_at_an_anchor_stays_long_enough_for_the_trackers_scroll_report():
+    from spillage.runner.browser_agent import SCROLLED_PAGE_DWELL
+    took, _ = paced_click(FakeSession("https://shop.test/p/1?asked=1#questions"), loads_after=0.05, window=5.0)
+    assert SCROLLED_PAGE_DWELL + 0.05 <= took < 2.0 + SCROLLED_PAGE_DWELL
