@@ -42,10 +42,14 @@ def read_session_key(fd: int) -> SessionKey:
 
 
 def report_checkpoint(record: dict, final: bool) -> None:
-    """Tell the runner the signed head, one line on stdout: a channel the agent cannot write."""
+    """Tell the runner the signed head, one line on stdout: a channel the agent cannot write. A runner
+    that is gone (a closed pipe) does not stop the capture: the log on disk is the evidence."""
     prefix = SEALED_PREFIX if final else CHECKPOINT_PREFIX
-    sys.stdout.write(prefix + canonical_json(record).decode("utf-8") + "\n")
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(prefix + canonical_json(record).decode("utf-8") + "\n")
+        sys.stdout.flush()
+    except OSError as e:
+        logger.warning(f"spillage: cannot report the signed head to the runner ({e}); capture goes on")
 
 
 class Capture:

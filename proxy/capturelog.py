@@ -20,6 +20,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable, Iterator
 
+import orjson
+
+from spillage.proxy.documents import finite_float
 from spillage.proxy.layout import BLOB_DIR
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import WRITING_MODE
@@ -63,6 +66,8 @@ WRITER_KINDS = frozenset({"signer", "checkpoint"})
 SEAL_KINDS = frozenset({"session_end", "crash_seal"})
 KINDS: tuple[str, ...] = tuple(KIND_FIELDS)
 COMMON_FIELDS = ("v", "seq", "ts", "kind", "prev", "hash")
+_KIND_FIELD_SETS = {kind: frozenset(names) for kind, names in KIND_FIELDS.items()}
+_COMMON_FIELD_SET = frozenset(COMMON_FIELDS)
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -105,10 +110,70 @@ class Line:
 
 
 def canonical_json(obj: Any) -> bytes:
-    """The canonical JSON encoding of `obj` (sorted keys, no whitespace, UTF-8)."""
+    """The canonical JSON encoding of `obj` (sorted keys, no whitespace, UTF-8): the bytes of
+    `json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)`.
+
+    orjson writes those same bytes, several times faster, for values made only of dicts with string keys,
+    lists, tuples, strings, integers in its 64-bit range, booleans and None (`_plain`; proved on every
+    record kind and hostile strings in tests/test_canonical.py). Anything else (a float, whose
+    exponent orjson writes its own way; a big integer; a lone surrogate; deeper nesting than orjson
+    takes; another type) is encoded, or refused, by the standard library as it always was.
+    """
+    try:
+        plain = _plain(obj)
+    except RecursionError:
+        plain = False
+    if plain:
+        try:
+            return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:  # a lone surrogate, or nesting orjson refuses: the stdlib decides
+            pass
     return json.dumps(
         obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     ).encode("utf-8")
+
+
+_INT_MIN, _INT_MAX = -(1 << 63), (1 << 64) - 1   # the integers orjson encodes
+
+
+def _plain(obj: Any) -> bool:
+    """True if `obj` holds only values orjson encodes exactly as `json.dumps` does (see canonical_json)."""
+    kind = type(obj)
+    if kind is dict:
+        for key in obj:
+            if type(key) is not str:
+                return False
+        values = obj.values()
+    elif kind is list or kind is tuple:
+        values = obj
+    else:
+        return kind is str or kind is bool or obj is None or (kind is int and _INT_MIN <= obj <= _INT_MAX)
+    for value in values:
+        kind = type(value)
+        if kind is str or kind is bool or value is None:
+            continue
+        if kind is list:  # two levels more here: lists of lists of strings (headers, form fields) are common
+            for item in value:
+                kind = type(item)
+                if kind is str:
+                    continue
+                if kind is list:
+                    for leaf in item:
+                        if type(leaf) is not str and not _plain(leaf):
+                            return False
+                elif not _plain(item):
+                    return False
+        elif not _plain(value):
+            return False
+    return True
+
+
+def splice(head: bytes, tail: bytes, member: bytes = b"") -> bytes:
+    """The canonical JSON of an object from the canonical JSON of two objects, `head` and `tail`, and
+    optionally one canonical member `"key":value`, whose keys sort in that order: sorted keys make an
+    object's encoding the concatenation of its members', so an object need only be encoded once to
+    give both a record's line and the content its hash covers (the record without `hash`)."""
+    return b"{" + b",".join(part for part in (head[1:-1], member, tail[1:-1]) if part) + b"}"
 
 
 def record_hash(record: dict[str, Any]) -> str:
@@ -119,7 +184,8 @@ def record_hash(record: dict[str, Any]) -> str:
 
 def utc_timestamp() -> str:
     """The current UTC time as `2026-11-29T12:00:00.123456Z`."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat, not strftime: the same text, without the C library's strftime (and its tzset) per record
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def is_sha256(value: Any) -> bool:
@@ -137,26 +203,68 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[Line]:
     log = capture_path(path)
     with open(log, "rb") as f:
         for lineno, raw in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES), b""), start=1):
-            if len(raw) >= MAX_LINE_BYTES:
-                raise CaptureError(f"not a record: the line is {MAX_LINE_BYTES} bytes or longer",
-                                   path=log, line=lineno)
-            if not raw.endswith(b"\n"):
-                raise TornLineError(
-                    "last line is torn: no newline at end of file", path=log, line=lineno
-                )
-            try:
-                record = _parse_line(raw)
-            except RecursionError:
-                raise CaptureError("not a JSON record: nested too deeply", path=log, line=lineno) from None
-            except ValueError as exc:
-                if not f.peek(1):
-                    raise TornLineError(
-                        f"last line is torn: not complete JSON ({exc})", path=log, line=lineno
-                    ) from exc
-                raise CaptureError(f"not a JSON record: {exc}", path=log, line=lineno) from exc
-            if not isinstance(record, dict):
-                raise CaptureError("not a JSON record: not an object", path=log, line=lineno)
-            yield Line(lineno, record, raw[:-1])
+            yield Line(lineno, read_line(raw, lambda: not f.peek(1), log, lineno), raw[:-1])
+
+
+def read_line(raw: bytes, at_end: Callable[[], bool], path: Path | None = None,
+              lineno: int | None = None) -> dict[str, Any]:
+    """The record on one line of a log as `readline(MAX_LINE_BYTES)` returned it (newline included);
+    `at_end()` says whether the file ends after it. TornLineError or CaptureError (naming `path` and
+    `lineno`) for a line that holds no record (see iter_records)."""
+    if len(raw) >= MAX_LINE_BYTES:
+        raise CaptureError(f"not a record: the line is {MAX_LINE_BYTES} bytes or longer",
+                           path=path, line=lineno)
+    if not raw.endswith(b"\n"):
+        raise TornLineError("last line is torn: no newline at end of file", path=path, line=lineno)
+    try:
+        record = _parse_line(raw)
+    except RecursionError:
+        raise CaptureError("not a JSON record: nested too deeply", path=path, line=lineno) from None
+    except ValueError as exc:
+        if at_end():
+            raise TornLineError(
+                f"last line is torn: not complete JSON ({exc})", path=path, line=lineno
+            ) from exc
+        raise CaptureError(f"not a JSON record: {exc}", path=path, line=lineno) from exc
+    if not isinstance(record, dict):
+        raise CaptureError("not a JSON record: not an object", path=path, line=lineno)
+    return record
+
+
+def canonical_record(line: bytes) -> tuple[dict[str, Any], str] | None:
+    """The record on `line` (no newline) and its `record_hash`, when the line is the canonical JSON of
+    a record orjson encodes as the contract does (`_plain`); None for any other line.
+
+    Then the line's bytes are what `read_line` and `record_hash` would read and hash: a canonical line
+    has no duplicate key, no escape but the ones canonical JSON writes, no float, and orjson and the
+    standard library parse it to the same values. What the hash covers is the line without its `hash`
+    member (and a comma): sorted keys make an object's encoding the concatenation of its members'.
+    """
+    try:
+        record = orjson.loads(line)
+        if type(record) is not dict or not _plain(record):
+            return None
+        if orjson.dumps(record, option=orjson.OPT_SORT_KEYS) != line:
+            return None
+        if "hash" not in record:
+            return record, hashlib.sha256(line).hexdigest()
+        member = b'"hash":' + orjson.dumps(record["hash"], option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError, RecursionError):
+        return None
+    # In canonical JSON a `"` inside a string is escaped: the member's bytes can only be a "hash" key and
+    # its value. Found once, they are the record's own member (an object inside may hold another).
+    start = line.find(member)
+    if line.find(member, start + 1) != -1:
+        return None
+    end = start + len(member)
+    if line[start - 1] == 0x2C:  # a comma before it
+        start -= 1
+    elif line[end] == 0x2C:      # the first member: the comma after it
+        end += 1
+    view = memoryview(line)
+    digest = hashlib.sha256(view[:start])
+    digest.update(view[end:])
+    return record, digest.hexdigest()
 
 
 def read_body(session_dir: str | os.PathLike[str], body: dict[str, Any] | None) -> bytes:
@@ -186,7 +294,8 @@ def read_body(session_dir: str | os.PathLike[str], body: dict[str, Any] | None) 
 
 def _parse_line(raw: bytes) -> Any:
     return json.loads(
-        raw.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant
+        raw.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant,
+        parse_float=finite_float,   # 1e400 is no number a record can hold: the line is malformed
     )
 
 
@@ -416,15 +525,15 @@ class CaptureWriter:
     def append(self, kind: str, **fields: Any) -> dict[str, Any]:
         """Write one record of `kind` with `fields` (exactly `KIND_FIELDS[kind]`); return it. A record
         that seals the log is followed by the final checkpoint of a signed log."""
-        if kind not in KIND_FIELDS:
+        expected = _KIND_FIELD_SETS.get(kind)
+        if expected is None:
             raise ValueError(f"unknown record kind {kind!r}")
         if kind in WRITER_KINDS:
             raise ValueError(f"{kind} records are written by the writer itself")
-        reserved = sorted(set(fields) & set(COMMON_FIELDS))
-        if reserved:
-            raise ValueError(f"fields set by the writer cannot be passed: {', '.join(reserved)}")
-        expected = set(KIND_FIELDS[kind])
-        if set(fields) != expected:
+        if expected.symmetric_difference(fields):
+            reserved = sorted(_COMMON_FIELD_SET.intersection(fields))
+            if reserved:
+                raise ValueError(f"fields set by the writer cannot be passed: {', '.join(reserved)}")
             missing = ", ".join(sorted(expected - set(fields))) or "-"
             extra = ", ".join(sorted(set(fields) - expected)) or "-"
             raise ValueError(f"{kind} record: missing fields: {missing}; unknown fields: {extra}")
@@ -457,8 +566,13 @@ class CaptureWriter:
             "v": FORMAT_VERSION, "seq": self._seq, "ts": ts or utc_timestamp(),
             "kind": kind, "prev": self._head, **fields,
         }
-        record["hash"] = record_hash(record)
-        line = canonical_json(record)
+        # One encoding of each half of the record, the keys sorting before `hash` and those after it,
+        # gives both what the hash covers and the line (the same bytes as canonical_json(record)).
+        head = canonical_json({k: v for k, v in record.items() if k < "hash"})
+        tail = canonical_json({k: v for k, v in record.items() if k > "hash"})
+        digest = hashlib.sha256(splice(head, tail)).hexdigest()
+        record["hash"] = digest
+        line = splice(head, tail, b'"hash":"' + digest.encode("ascii") + b'"')
         if len(line) + 1 >= MAX_LINE_BYTES:  # headers no server sends: refused, and readers refuse such lines
             raise ValueError(f"{kind} record of {len(line)} bytes: over {MAX_LINE_BYTES} bytes")
         try:
@@ -466,7 +580,8 @@ class CaptureWriter:
         except BaseException as exc:
             self._failed = exc
             raise
-        self._tree.append(leaf_hash(line))
+        if self._signer is not None:  # the tree head is only ever wanted for a signed checkpoint
+            self._tree.append(leaf_hash(line))
         self._seq += 1
         self._head = record["hash"]
         self._dirty = True
@@ -545,12 +660,15 @@ class CaptureWriter:
                         return
                 if not self._dirty:
                     continue
-                try:
-                    os.fsync(self._fd)
-                except OSError as exc:
+                fd, self._dirty = self._fd, False
+            # Outside the lock, so that appends go on while the disk syncs (close joins this thread
+            # before it closes fd); a record appended meanwhile marks the log dirty for the next round.
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                with self._lock:
                     self._failed = exc
-                    return
-                self._dirty = False
+                return
             self._notify(checkpoints)
 
     def close(self) -> None:

@@ -16,7 +16,9 @@ EMPTY_ROOT = sha256(b"").digest()
 
 def leaf_hash(data: bytes) -> bytes:
     """Return the hash of a leaf: SHA-256(0x00 || data)."""
-    return sha256(LEAF_PREFIX + data).digest()
+    digest = sha256(LEAF_PREFIX)
+    digest.update(data)  # no copy of a long line to prefix it
+    return digest.digest()
 
 
 def node_hash(left: bytes, right: bytes) -> bytes:
@@ -48,6 +50,18 @@ class MerkleFrontier:
             carry >>= 1
         self._roots.append(node)
         self._size += 1
+
+    def extend(self, leaves: bytes) -> None:
+        """Append the leaf hashes that `leaves` holds end to end, HASH_SIZE bytes each."""
+        roots, size = self._roots, self._size
+        for at in range(0, len(leaves), HASH_SIZE):
+            node, carry = leaves[at:at + HASH_SIZE], size
+            while carry & 1:
+                node = sha256(NODE_PREFIX + roots.pop() + node).digest()
+                carry >>= 1
+            roots.append(node)
+            size += 1
+        self._size = size
 
     def root(self) -> bytes:
         """Return the tree hash of the leaves so far (EMPTY_ROOT when none)."""

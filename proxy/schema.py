@@ -6,6 +6,12 @@ unevaluatedProperties, allOf with if/then, oneOf, $ref, pattern, minLength, mini
 prefixItems, minItems) into closures. tests/test_schema.py checks it agrees with jsonschema on valid
 and broken records of every kind. A keyword it does not know makes compiling fail, so the schema
 cannot grow past what is checked.
+
+The closures say why a record is wrong, and cost tens of microseconds a record. `verify` asks first
+a predicate compiled from the same schema into the source of plain Python functions (`_Predicate`:
+the same keywords with the same semantics, in the same order), which only says whether a record is
+valid, in a few microseconds; only a record it finds wrong goes through the closures for the
+message. tests/test_verify_fast.py checks the two agree.
 """
 
 from __future__ import annotations
@@ -22,6 +28,15 @@ ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "$defs"})
 
 #: A check returns None when the value is valid, else why not (with a JSON-pointer-like path).
 Check = Callable[[Any, str], "str | None"]
+
+
+
+def ecma_regex(regex: str) -> re.Pattern:
+    """A JSON Schema pattern as Python reads it: a final `$` ends the string, as in ECMA-262 (Python's
+    `$` also matches before a final newline, so a hash followed by "\\n" would pass)."""
+    if regex.endswith("$") and not regex.endswith("\\$"):
+        regex = regex[:-1] + "\\Z"
+    return re.compile(regex)
 
 
 class SchemaError(ValueError):
@@ -99,7 +114,7 @@ class _Compiler:
 
     @staticmethod
     def pattern(regex: str) -> Check:
-        compiled = re.compile(regex)
+        compiled = ecma_regex(regex)
         return lambda value, at: None if not isinstance(value, str) or compiled.search(value) \
             else f"{at}: does not match {regex}"
 
@@ -232,6 +247,253 @@ class _Compiler:
         return check
 
 
+#: The keywords in the order a node checks them (then unevaluatedProperties, last).
+KEYWORDS = tuple(_Compiler({}).keywords({}))
+
+#: isinstance tests of each JSON type, as _is_type makes them.
+_TYPE_TESTS = {
+    "integer": "(isinstance({v}, int) and not isinstance({v}, bool))",
+    "number": "(isinstance({v}, (int, float)) and not isinstance({v}, bool))",
+    "string": "isinstance({v}, str)", "object": "isinstance({v}, dict)", "array": "isinstance({v}, list)",
+    "boolean": "isinstance({v}, bool)", "null": "{v} is None",
+}
+
+
+class _Predicate:
+    """A schema compiled into the source of Python functions `f(value) -> bool`: whether the value is
+    valid, as _Compiler's check of it would return None, without the why. Each node's keywords are
+    written out inline, in _Compiler's order with _Compiler's semantics (one comparison, one isinstance
+    at a time), so a valid record costs no call per keyword and no path string per property. What the
+    generated code knows is used: a value whose type was checked is not checked again, and an `if` is
+    evaluated once for both allOf and unevaluatedProperties."""
+
+    def __init__(self, root: dict) -> None:
+        self.root = root
+        self.scope: dict[str, Any] = {"_is_type": _is_type}   # the functions' globals: constants, regexes
+        self.sources: list[str] = []
+        self.refs: dict[str, str] = {}       # pointer -> function, for recursive $refs
+        self.count = 0
+        self.known: dict[str, str] = {}      # variable -> the JSON type it is known to be, here
+        self.held: dict[tuple, str] = {}     # (variable, id of an `if`) -> the variable holding its result
+        self.lengths: dict[str, str] = {}    # list variable -> the variable holding its length, here
+
+    def compile(self) -> Callable[[Any], bool]:
+        name = self.function(self.root)
+        exec("\n\n".join(self.sources), self.scope)  # noqa: S102 - our own generated source
+        return self.scope[name]
+
+    def fresh(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def constant(self, value: Any) -> str:
+        name = self.fresh("c")
+        self.scope[name] = value
+        return name
+
+    def function(self, schema: Any, stack: tuple[str, ...] = (), name: str | None = None) -> str:
+        """The name of a generated function that returns whether a value satisfies `schema`."""
+        name = name or self.fresh("f")
+        body: list[str] = []
+        outer, self.known, self.held, self.lengths = (self.known, self.held, self.lengths), {}, {}, {}
+        self.inline(schema, "v", "    ", body, stack)
+        self.known, self.held, self.lengths = outer
+        self.sources.append("\n".join([f"def {name}(v):", *body, "    return True"]))
+        return name
+
+    def inline(self, schema: Any, v: str, ind: str, out: list[str], stack: tuple[str, ...]) -> None:
+        """Lines that `return False` when the value in variable `v` does not satisfy `schema`."""
+        if schema is True:
+            return
+        if schema is False:
+            out.append(f"{ind}return False")
+            return
+        unknown = set(schema) - ANNOTATIONS - set(KEYWORDS)
+        if unknown:
+            raise SchemaError(f"keyword(s) not supported: {', '.join(sorted(unknown))}")
+        # After the node's own `type` check (the first of its keywords), or an enclosing node's of the
+        # same value, the value is known to be of that type: guards (isinstance(v, dict) and ...) go.
+        saved, saved_lengths = self.known, self.lengths
+        typed = {**saved, v: schema["type"]} if isinstance(schema.get("type"), str) else saved
+        for key in KEYWORDS:
+            if key in schema and key not in ("unevaluatedProperties", "if", "then"):
+                self.known = typed if key != "type" else saved
+                getattr(self, "k_" + key.lstrip("$"))(schema, schema[key], v, ind, out, stack)
+                if key == "type" and typed.get(v) == "array" and ({"prefixItems", "minItems"} & set(schema)
+                                                                  or schema.get("items") is False):
+                    self.lengths = {**self.lengths, v: self.fresh("n")}  # a list's length, taken once
+                    out.append(f"{ind}{self.lengths[v]} = len({v})")
+        if "unevaluatedProperties" in schema:
+            self.known = typed
+            self.unevaluated(schema, v, ind, out, stack)
+        self.known, self.lengths = saved, saved_lengths
+
+    def length(self, v: str) -> str:
+        return self.lengths.get(v, f"len({v})")
+
+    def guard(self, v: str, name: str) -> str:
+        """`isinstance(v, T) and ` for JSON type `name`, or nothing when it is known to hold."""
+        known = self.known.get(v)
+        if known == name or (name == "number" and known == "integer"):
+            return ""
+        return _TYPE_TESTS[name].format(v=v) + " and "
+
+    def block(self, v: str, name: str, ind: str) -> str:
+        """The `if isinstance(v, T):` that opens a block of checks, `if True:` when known."""
+        return f"{ind}if {self.guard(v, name)[:-5] or 'True'}:"
+
+    def k_type(self, schema, name, v, ind, out, stack):
+        test = _TYPE_TESTS[name].format(v=v) if isinstance(name, str) and name in _TYPE_TESTS \
+            else f"_is_type({v}, {self.constant(name)})"
+        out.append(f"{ind}if not {test}: return False")
+
+    def k_const(self, schema, expected, v, ind, out, stack):
+        c = self.constant(expected)
+        out.append(f"{ind}if not ({v} == {c} and type({v}) is type({c})): return False")
+
+    def k_enum(self, schema, options, v, ind, out, stack):
+        kinds = {type(o) for o in options}
+        if len(kinds) == 1 and kinds <= {str, int}:  # type(v) is T and v == o, for a set of o of type T
+            t, members = self.constant(kinds.pop()), self.constant(frozenset(options))
+            out.append(f"{ind}if not (type({v}) is {t} and {v} in {members}): return False")
+            return
+        tests = [f"({v} == {c} and type({v}) is type({c}))" for c in map(self.constant, options)]
+        out.append(f"{ind}if not ({' or '.join(tests) or 'False'}): return False")
+
+    def k_pattern(self, schema, regex, v, ind, out, stack):
+        out.append(f"{ind}if {self.guard(v, 'string')}not {self.constant(ecma_regex(regex))}.search({v}): return False")
+
+    def k_minLength(self, schema, n, v, ind, out, stack):
+        out.append(f"{ind}if {self.guard(v, 'string')}not len({v}) >= {self.constant(n)}: return False")
+
+    def k_minimum(self, schema, n, v, ind, out, stack):
+        out.append(f"{ind}if {self.guard(v, 'number')}not {v} >= {self.constant(n)}: return False")
+
+    def k_maximum(self, schema, n, v, ind, out, stack):
+        out.append(f"{ind}if {self.guard(v, 'number')}not {v} <= {self.constant(n)}: return False")
+
+    def k_minItems(self, schema, n, v, ind, out, stack):
+        out.append(f"{ind}if {self.guard(v, 'array')}not {self.length(v)} >= {self.constant(n)}: return False")
+
+    def k_required(self, schema, names, v, ind, out, stack):
+        if names:
+            tests = " and ".join(f"{self.constant(name)} in {v}" for name in names)
+            out.append(f"{ind}if {self.guard(v, 'object')}not ({tests}): return False")
+
+    def k_properties(self, schema, props, v, ind, out, stack):
+        head, body = self.block(v, "object", ind), []
+        for name, sub in props.items():
+            x, inner = self.fresh("x"), []
+            self.inline(sub, x, ind + "        ", inner, stack)
+            if inner:
+                key = self.constant(name)
+                body += [f"{ind}    if {key} in {v}:", f"{ind}        {x} = {v}[{key}]", *inner]
+        if body:
+            out += [head, *body]
+
+    def k_additionalProperties(self, schema, sub, v, ind, out, stack):
+        head, k, x, inner = self.block(v, "object", ind), self.fresh("k"), self.fresh("x"), []
+        self.inline(sub, x, ind + "            ", inner, stack)
+        if inner:
+            known = self.constant(frozenset(schema.get("properties", {})))
+            out += [head, f"{ind}    for {k} in {v}:",
+                    f"{ind}        if {k} not in {known}:", f"{ind}            {x} = {v}[{k}]", *inner]
+
+    def k_allOf(self, schema, subs, v, ind, out, stack):
+        for s in subs:
+            self.inline({k: val for k, val in s.items() if k not in ("if", "then")}, v, ind, out, stack)
+        self.conditional(subs, v, ind, out, stack, lambda s, first, ind2: self.inline(s["then"], v, ind2, out, stack))
+
+    def conditional(self, subs, v, ind, out, stack, then) -> None:
+        """For each (if, then) of `subs` that may apply to the value, `if <if holds>:` and what
+        `then(s, first of its group, indent)` writes under it; the pairs whose `if` pins `kind` are
+        looked up by the value's kind, as _Compiler.conditional does."""
+        by_kind: dict[Any, list] = {}
+        others = []
+        for s in subs:
+            if "if" not in s or "then" not in s:
+                continue
+            kind = s["if"].get("properties", {}).get("kind", {}).get("const")
+            if kind is not None and "kind" in s["if"].get("required", ()):
+                by_kind.setdefault(kind, []).append(s)
+            else:
+                others.append(s)
+        if by_kind:
+            groups = self.constant({kind: n for n, kind in enumerate(by_kind, start=1)})
+            g = self.held.setdefault((v, "kind"), self.fresh("g"))
+            out += [self.block(v, "object", ind), f"{ind}    {g} = {groups}.get({v}.get('kind'), 0)"]
+            for n, pairs in enumerate(by_kind.values(), start=1):
+                out.append(f"{ind}    {'if' if n == 1 else 'elif'} {g} == {n}:")
+                self.pairs(pairs, v, ind + "        ", out, stack, then, first=True)
+        self.pairs(others, v, ind, out, stack, then, first=False)
+
+    def pairs(self, pairs, v, ind, out, stack, then, first: bool) -> None:
+        """`if <if>:` and `then(s, first, indent)` for each pair; `first`: of the conditional's pairs,
+        none has applied before these."""
+        for n, s in enumerate(pairs):
+            held = self.held.get((v, id(s["if"])))
+            if held is None:  # evaluated here, kept for the next conditional over the same pairs
+                held = self.held[(v, id(s["if"]))] = self.fresh("i")
+                out.append(f"{ind}{held} = {self.function(s['if'], stack)}({v})")
+            out.append(f"{ind}if {held}:")
+            mark = len(out)
+            then(s, first and n == 0, ind + "    ")
+            if len(out) == mark:
+                out.append(f"{ind}    pass")
+
+    def k_oneOf(self, schema, subs, v, ind, out, stack):
+        calls = " + ".join(f"{self.function(s, stack)}({v})" for s in subs) or "0"
+        out.append(f"{ind}if ({calls}) != 1: return False")
+
+    def k_ref(self, schema, pointer, v, ind, out, stack):
+        if pointer in stack:  # a recursive reference: a function of its own
+            if pointer not in self.refs:
+                self.refs[pointer] = self.fresh("r")
+                self.function(self.resolve(pointer), stack, name=self.refs[pointer])
+            out.append(f"{ind}if not {self.refs[pointer]}({v}): return False")
+            return
+        self.inline(self.resolve(pointer), v, ind, out, (*stack, pointer))
+
+    def resolve(self, pointer: str) -> Any:
+        node = self.root
+        for part in pointer.removeprefix("#/").split("/"):
+            node = node[part]
+        return node
+
+    def k_items(self, schema, sub, v, ind, out, stack):
+        skip = len(schema.get("prefixItems", []))
+        if sub is False:
+            out.append(f"{ind}if {self.guard(v, 'array')}{self.length(v)} > {skip}: return False")
+            return
+        head, x, inner = self.block(v, "array", ind), self.fresh("x"), []
+        self.inline(sub, x, ind + "        ", inner, stack)
+        if inner:
+            out += [head, f"{ind}    for {x} in {v}{f'[{skip}:]' if skip else ''}:", *inner]
+
+    def k_prefixItems(self, schema, subs, v, ind, out, stack):
+        head, body = self.block(v, "array", ind), []
+        for i, sub in enumerate(subs):
+            x, inner = self.fresh("x"), []
+            self.inline(sub, x, ind + "        ", inner, stack)
+            if inner:
+                body += [f"{ind}    if {self.length(v)} > {i}:", f"{ind}        {x} = {v}[{i}]", *inner]
+        if body:
+            out += [head, *body]
+
+    def unevaluated(self, schema, v, ind, out, stack):
+        if schema["unevaluatedProperties"] is not False:
+            raise SchemaError("unevaluatedProperties is supported as false only")
+        own = frozenset(schema.get("properties", {}))
+        known, k = self.fresh("known"), self.fresh("k")
+        out += [self.block(v, "object", ind), f"{ind}    {known} = {self.constant(own)}"]
+
+        def names(s, first, ind2):  # the first `then` to apply adds its names to the node's own
+            more = frozenset(s["then"].get("properties", {}))
+            out.append(f"{ind2}{known} = {self.constant(own | more) if first else f'{known} | {self.constant(more)}'}")
+        self.conditional(schema.get("allOf", []), v, ind + "    ", out, stack, names)
+        out += [f"{ind}    for {k} in {v}:", f"{ind}        if {k} not in {known}: return False"]
+
+
 @lru_cache(maxsize=1)
 def record_check() -> Check:
     """The compiled check of one capture record."""
@@ -239,6 +501,15 @@ def record_check() -> Check:
     return _Compiler(root).node(root)
 
 
+@lru_cache(maxsize=1)
+def record_valid() -> Callable[[Any], bool]:
+    """The compiled predicate of one capture record: True when record_check finds nothing wrong."""
+    root = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return _Predicate(root).compile()
+
+
 def schema_problem(record: Any) -> str | None:
     """Why `record` does not conform to capture.schema.json (a path and the rule), or None."""
+    if record_valid()(record):
+        return None
     return record_check()(record, "record")

@@ -3,6 +3,12 @@ signatures, its seal, and meta.json.
 
 Streams the log and stops at the first problem, classified as in docs/CAPTURE_FORMAT.md; what the
 signatures prove, and against whom, is in docs/EVIDENCE.md.
+
+Each line's own checks (its JSON, the hash of its content, its body and blob, the schema, its Merkle
+leaf) need nothing but the line: `line_facts` does them, for a long log in worker processes, a chunk
+of the file each. What needs the lines before (the chain, seq, the tree, signatures, the seal) is the
+walk's, in this process, in file order, with the checks in the order they always had, so that the
+first problem found and its message are what reading the log line by line finds.
 """
 
 from __future__ import annotations
@@ -11,19 +17,25 @@ import hashlib
 import itertools
 import json
 import os
+import pickle
+import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from spillage.proxy.capturelog import GENESIS
+from spillage.proxy.capturelog import MAX_LINE_BYTES
 from spillage.proxy.capturelog import SEAL_KINDS
 from spillage.proxy.capturelog import CaptureError
 from spillage.proxy.capturelog import TornLineError
+from spillage.proxy.capturelog import canonical_record
 from spillage.proxy.capturelog import is_sha256
-from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import read_body
+from spillage.proxy.capturelog import read_line
 from spillage.proxy.capturelog import record_hash
 from spillage.proxy.layout import BLOB_DIR
 from spillage.proxy.layout import LOG_NAME
@@ -47,6 +59,11 @@ DAMAGE = (
     "blob missing", "blob altered", "bad signature", "unsigned", "wrong key", "tampered", CRASH_SEALED,
 )
 PROVENANCE_FIELDS = ("format", "file", "size", "sha256", "lacks")
+PARALLEL_BYTES = 64 << 20  # a log this long or longer is read by worker processes ...
+CHUNK_BYTES = 8 << 20      # ... a chunk of this many bytes at a time,
+MAX_JOBS = 4               # as many as there are cores, up to this; at most 2 chunks each in flight
+#: Kinds of which the walk reads nothing but seq, kind, hash and prev: a worker sends no more of them.
+BARE_KINDS = frozenset({"request", "response", "beacon", "form", "egress_blocked", "error", "session_start"})
 
 
 @dataclass(frozen=True)
@@ -121,6 +138,19 @@ class _Damage(Exception):
         self.damage, self.message, self.line, self.seq = damage, message, line, seq
 
 
+class _Run(NamedTuple):
+    """Lines in a row whose records are all of BARE_KINDS and whose own checks all passed (content hash,
+    body, schema), each naming the one before it in `prev` with the next seq: given that the first
+    passes the walk's checks, so does every other, and all they change is the count, the head, the tree
+    and whether an exchange was seen. A worker sends them as this, the walk checks them at once."""
+
+    first: tuple        # line_facts of the first
+    more: int           # how many follow it
+    head: str           # the hash of the last
+    exchanges: bool     # one of those that follow is a request, response or egress_blocked
+    leaves: bytes       # the Merkle leaves of those that follow, end to end
+
+
 class _Walk:
     """The state of one pass over a log: chain, tree, signer, seal."""
 
@@ -141,18 +171,18 @@ class _Walk:
         self.provenance: dict | None = None
         self.exchanges_seen = False
 
-    def record(self, rec: dict, raw: bytes, lineno: int) -> None:
+    def record(self, facts: tuple, lineno: int) -> None:
+        """Check one line given its `line_facts`, in the order the checks have always had."""
+        seq, kind, digest, prev, rec, own_hash, body, schema, leaf = facts
         self.lineno = lineno
-        seq = rec.get("seq")
         at = seq if _is_int(seq) else self.count
-        if self.sealed_at is not None and not self._final_checkpoint_due(rec):
+        if self.sealed_at is not None and not self._final_checkpoint_due(kind):
             raise _Damage("inserted", f"record after {self._seal_kind} (line {self.sealed_at})", lineno, at)
-        try:
-            own_hash = record_hash(rec)
-        except UnicodeEncodeError:
-            raise _Damage("modified", "the record has no canonical encoding (a lone surrogate)",
-                          lineno, at) from None
-        if rec.get("hash") != own_hash:
+        if own_hash is None:
+            raise _Damage("modified", "the record has no canonical encoding (a lone surrogate)", lineno, at)
+        if isinstance(own_hash, BaseException):
+            raise own_hash
+        if digest != own_hash:
             raise _Damage("modified", "hash does not match the record's content", lineno, at)
         if not _is_int(seq):
             raise _Damage("modified", f"seq is not an integer: {seq!r}", lineno, at)
@@ -164,30 +194,42 @@ class _Walk:
                               "comes later in the file", lineno, seq)
             raise _Damage("missing", f"expected seq {self.count}, found {seq}; seq {self.count} is "
                           "nowhere in the log", lineno, seq)
-        if rec.get("prev") != self.head:
+        if prev != self.head:
             if lineno == 1:
                 raise _Damage("modified", "prev is not the genesis value", lineno, seq)
             raise _Damage("modified", f"changed and re-hashed: its hash is not what the next record's "
                           f"prev (line {lineno}) names", lineno - 1, seq - 1)
-        problem = _check_body(self.session, rec.get("body"))
-        if problem:
-            raise _Damage(*problem, lineno, seq)
-        if (problem := schema_problem(rec)) is not None:
-            raise _Damage("malformed", f"the record does not conform to capture.schema.json: {problem}",
+        if isinstance(body, BaseException):
+            raise body
+        if body:
+            raise _Damage(*body, lineno, seq)
+        if isinstance(schema, BaseException):
+            raise schema
+        if schema is not None:
+            raise _Damage("malformed", f"the record does not conform to capture.schema.json: {schema}",
                           lineno, seq)
-        self._kind(rec, lineno, seq)
-        self.tree.append(leaf_hash(raw))
-        self.count, self.head = self.count + 1, rec["hash"]
+        self._kind(kind, rec, lineno, seq)
+        self.tree.append(leaf)
+        self.count, self.head = self.count + 1, digest
+
+    def run(self, run: _Run, lineno: int) -> None:
+        """Check a run of lines (see _Run): its first as `record` does, then the others at once."""
+        self.record(run.first, lineno)
+        self.tree.extend(run.leaves)
+        self.lineno += run.more
+        self.count += run.more
+        self.head = run.head
+        self.exchanges_seen = self.exchanges_seen or run.exchanges
 
     @property
     def _seal_kind(self) -> str:
         return "crash_seal" if self.crash else "session_end"
 
-    def _final_checkpoint_due(self, rec: dict) -> bool:
-        return self.signer is not None and not self.final_seen and rec.get("kind") == "checkpoint"
+    def _final_checkpoint_due(self, kind: Any) -> bool:
+        return self.signer is not None and not self.final_seen and kind == "checkpoint"
 
-    def _kind(self, rec: dict, lineno: int, seq: int) -> None:
-        kind = rec.get("kind")
+    def _kind(self, kind: Any, rec: dict | None, lineno: int, seq: int) -> None:
+        """What a record of `kind` does to the walk; `rec` is None for BARE_KINDS."""
         if kind == "signer":
             if seq != 0:
                 raise _Damage("modified", "a signer record can only open the log", lineno, seq)
@@ -235,10 +277,13 @@ class _Walk:
         return fingerprint(unb64(self.signer["issuer"]) or b"") if self.signer else None
 
 
-def verify(path: str | os.PathLike[str], key: str | None = None) -> VerifyResult:
+def verify(path: str | os.PathLike[str], key: str | None = None, *, jobs: int | None = None) -> VerifyResult:
     """Verify the log of a session folder (or a capture.jsonl) and, if present, its meta.json; `key`
     pins the long-term key that must have certified the session (a fingerprint, see
-    signing.pinned_fingerprint). SigningKeyError for a `key` that names no key."""
+    signing.pinned_fingerprint). SigningKeyError for a `key` that names no key.
+
+    `jobs` worker processes read the log's lines (None: one per core, up to MAX_JOBS, for a log of
+    PARALLEL_BYTES or more; 1: this process alone); the verdict is the same whatever the number."""
     pin = pinned_fingerprint(key) if key is not None else None
     log = capture_path(path)
     walk = _Walk(log, pin)
@@ -249,8 +294,15 @@ def verify(path: str | os.PathLike[str], key: str | None = None) -> VerifyResult
 
     damaged = None
     try:
-        for item in iter_records(log):
-            walk.record(item.record, item.raw, item.lineno)
+        with closing(_facts(log, _jobs(log, jobs))) as items:
+            for item in items:
+                lineno = walk.lineno + 1
+                if isinstance(item, _Run):
+                    walk.run(item, lineno)
+                elif isinstance(item, CaptureError):  # the line holds no record: the log is read no further
+                    raise type(item)(item.message, path=log, line=lineno)
+                else:
+                    walk.record(item, lineno)
     except _Damage as d:
         damaged = fail(d.damage, d.message, d.line, d.seq)
     except TornLineError as exc:
@@ -313,6 +365,174 @@ def _seq_appears_after(log: Path, after_line: int, seq: int) -> bool:
             if isinstance(rec, dict) and _is_int(rec.get("seq")) and rec["seq"] == seq:
                 return True
     return False
+
+
+def line_facts(raw: bytes, at_end: Callable[[], bool], session: Path) -> tuple | CaptureError:
+    """What the walk needs of one line as `readline(MAX_LINE_BYTES)` returned it (`at_end()`: the file
+    ends after it): (seq, kind, hash, prev, the record or None for BARE_KINDS, the hash of its content
+    or None when it has no canonical encoding, _check_body's finding, schema_problem's, its Merkle leaf);
+    an exception one of these raised stands in its place, for the walk to raise where it always has.
+    A line that holds no record gives the CaptureError (or TornLineError) reading it raises.
+
+    A canonical line (every line a writer of ours writes) is parsed and its hash computed by
+    `canonical_record`; any other is read and hashed as it always was."""
+    line = raw[:-1]
+    found = canonical_record(line) if raw.endswith(b"\n") and len(raw) < MAX_LINE_BYTES else None
+    if found is not None:
+        rec, own_hash = found
+    else:
+        try:
+            rec = read_line(raw, at_end)
+        except CaptureError as exc:
+            return exc
+        own_hash = _attempt(record_hash, rec)
+        if isinstance(own_hash, UnicodeEncodeError):
+            own_hash = None
+    kind, body = rec.get("kind"), rec.get("body")
+    bare = type(kind) is str and kind in BARE_KINDS
+    body_problem = None if type(body) is dict and _inline_text_ok(body) else _attempt(_check_body, session, body)
+    return (rec.get("seq"), kind, rec.get("hash"), rec.get("prev"), None if bare else rec, own_hash,
+            body_problem, _attempt(schema_problem, rec), leaf_hash(line))
+
+
+def _inline_text_ok(body: dict) -> bool:
+    """True when `body` is inline text that matches its sha256 and size, so that _check_body finds
+    nothing wrong with it (a shortcut for the common case; anything else goes to _check_body)."""
+    text = body.get("text")
+    if type(text) is not str or body.get("blob") is True:
+        return False
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return len(data) == body.get("size") and hashlib.sha256(data).hexdigest() == body.get("sha256")
+
+
+def _attempt(check: Callable[..., Any], *args: Any) -> Any:
+    """check(*args), or the exception it raised, to be raised by the walk if it gets that far."""
+    try:
+        return check(*args)
+    except Exception as exc:  # noqa: BLE001 - raised again by _Walk.record, in file order
+        return exc
+
+
+def _jobs(log: Path, jobs: int | None) -> int:
+    if jobs is not None:
+        return max(1, jobs)
+    try:
+        long = log.stat().st_size >= PARALLEL_BYTES
+    except OSError:
+        return 1  # reading it says why
+    return min(len(os.sched_getaffinity(0)), MAX_JOBS) if long else 1
+
+
+def _facts(log: Path, jobs: int) -> Iterator[tuple | _Run | CaptureError]:
+    """_chunk_facts of every chunk of the log, in order, computed here or by `jobs` worker processes,
+    chunk i by worker i % jobs, each given at most 2 chunks ahead."""
+    size = log.stat().st_size
+    chunks = [(start, start + CHUNK_BYTES if start + CHUNK_BYTES < size else None)
+              for start in range(0, max(size, 1), CHUNK_BYTES)]
+    if jobs == 1:
+        for chunk in chunks:
+            yield from _chunk_facts(log, *chunk)
+        return
+    # Worker processes of our own (fork and exec): no fork of a process whose threads may hold locks,
+    # no re-import of the caller's __main__ (multiprocessing's), and they may be started by a worker.
+    argv = [sys.executable, "-c", "from spillage.proxy.verify import serve_chunks; serve_chunks()", str(log)]
+    workers = [subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(jobs)]
+
+    def give(i: int) -> None:
+        if i < len(chunks):
+            pickle.dump(chunks[i], workers[i % jobs].stdin)
+            workers[i % jobs].stdin.flush()
+
+    try:
+        for i in range(2 * jobs):
+            give(i)
+        for i in range(len(chunks)):
+            try:
+                done = pickle.load(workers[i % jobs].stdout)
+            except EOFError:
+                raise RuntimeError(f"a verify worker exited with {workers[i % jobs].wait()}") from None
+            give(i + 2 * jobs)
+            if isinstance(done, BaseException):
+                raise done
+            yield from done
+    finally:  # done, or stopped early (damage found): the workers stop where they are
+        for worker in workers:
+            worker.kill()
+            worker.wait()
+            worker.stdin.close()
+            worker.stdout.close()
+
+
+def serve_chunks() -> None:
+    """A verify worker: read (start, end) chunks of the log named by argv[1] from stdin, pickled, and
+    write back their _chunk_facts (or the exception that stopped one), until stdin closes."""
+    log = Path(sys.argv[1])
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        try:
+            start, end = pickle.load(stdin)
+        except EOFError:
+            return
+        try:
+            done: Any = _chunk_facts(log, start, end)
+        except Exception as exc:  # noqa: BLE001 - raised in the walk's process
+            done = exc
+        pickle.dump(done, stdout, protocol=pickle.HIGHEST_PROTOCOL)
+        stdout.flush()
+
+
+def _chunk_facts(log: Path, start: int, end: int | None) -> list[tuple | _Run | CaptureError]:
+    """line_facts of the lines that start at or after byte `start` of the log and before `end` (None:
+    to the end of the file), the last read whole, lines in a row that can be checked at once made a
+    _Run; nothing after a line that holds no record."""
+    out: list[tuple | _Run | CaptureError] = []
+    run: list = []  # the first line's facts, then the others' leaves; seq and hash of the last
+    last_seq = last_hash = None
+    exchanges = False
+
+    def close_run() -> None:
+        if run:
+            out.append(_Run(run[0], len(run) - 1, last_hash, exchanges, b"".join(run[1:])))
+            run.clear()
+
+    session = log.parent
+    with open(log, "rb", buffering=1 << 20) as f:  # lines of kilobytes: a buffer of many of them
+        if start:
+            f.seek(start - 1)
+            if f.read(1) != b"\n":  # inside a line, the previous chunk's: skip to the next
+                piece = f.readline(MAX_LINE_BYTES)
+                while piece and not piece.endswith(b"\n"):
+                    piece = f.readline(MAX_LINE_BYTES)
+        at = f.tell()
+        while end is None or at < end:
+            raw = f.readline(MAX_LINE_BYTES)
+            if not raw:
+                break
+            at += len(raw)
+            facts = line_facts(raw, lambda: not f.peek(1), session)
+            if isinstance(facts, CaptureError):
+                close_run()
+                out.append(facts)
+                break
+            seq, kind, digest, prev, rec, own_hash, body, schema, leaf = facts
+            clean = (rec is None and type(own_hash) is str and own_hash == digest and body is None
+                     and schema is None and type(seq) is int)
+            if clean and run and seq == last_seq + 1 and prev == last_hash:
+                run.append(leaf)
+                exchanges = exchanges or kind in ("request", "response", "egress_blocked")
+            else:
+                close_run()
+                if clean:
+                    run.append(facts)
+                    exchanges = False
+                else:
+                    out.append(facts)
+            last_seq, last_hash = seq, digest
+    close_run()
+    return out
 
 
 def _check_body(session: Path, body: Any) -> tuple[str, str] | None:
