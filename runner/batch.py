@@ -11,9 +11,14 @@ Layout of a batch folder:
 Running the same batch again resumes it: a cell whose last outcome is `done` is skipped, a failed
 or timed-out one is skipped unless `retry_failed`, an interrupted or never-run one runs. Ctrl-C is
 passed on to every running child, which stops its agent and seals its session; the batch then
-records them as interrupted and stops launching.
+records them as interrupted and stops launching. One batch at a time holds a folder (`batch.lock`).
+
+The cells run here, as children of this process; `runner/cluster.py` runs them on Dask workers instead,
+with the same ledger and folder.
 """
 
+import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -35,6 +40,7 @@ from spillage.runner.matrix import Matrix
 from spillage.runner.matrix import RunSpec
 
 LEDGER = "batch.jsonl"
+LOCK = "batch.lock"
 OUTCOMES = ("done", "failed", "timed out", "interrupted")
 SETUP_SECONDS = 180  # beyond the agent's timeout: building the catalog, starting servers, the audit
 SEAL_SECONDS = 60    # how long an interrupted child gets to stop its agent and seal its session
@@ -49,6 +55,39 @@ class Attempt:
     reason: str
     session: str
     seconds: float
+    worker: str = ""  # the Dask worker that ran it (a cluster batch)
+    signer: str = ""  # the fingerprint of the long-term key that signed its capture (a cluster batch)
+
+
+class BatchLocked(RuntimeError):
+    """Another batch holds the folder; str() is one line."""
+
+
+class BatchLock:
+    """`batch.lock` in a batch folder, held (flock) while a batch runs there: a second one is refused."""
+
+    def __init__(self, runs_dir: Path):
+        self.path = runs_dir / LOCK
+        self.file = None
+
+    def __enter__(self) -> "BatchLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.file = open(self.path, "a+", encoding="utf-8")
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.file.seek(0)
+            holder = self.file.read().strip() or "another process"
+            self.file.close()
+            raise BatchLocked(f"{self.path.parent}: another batch is running on this folder ({holder}); "
+                              "wait for it or stop it first") from None
+        self.file.truncate(0)
+        self.file.write(f"pid {os.getpid()} on {os.uname().nodename}\n")
+        self.file.flush()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.file.close()  # closing releases the lock; the file stays, so no one races to re-create it
 
 
 class Ledger:
@@ -75,10 +114,43 @@ class Ledger:
     def record(self, attempt: Attempt) -> None:
         entry = {"key": attempt.key, "outcome": attempt.outcome, "reason": attempt.reason,
                  "session": attempt.session, "seconds": round(attempt.seconds, 1), "ts": utc_timestamp()}
+        entry |= {name: value for name in ("worker", "signer") if (value := getattr(attempt, name))}
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry, ensure_ascii=False) + "\n")
             f.flush()
             os.fsync(f.fileno())
+
+
+class Child:
+    """A `spillage run` child in its own process group, writing into `log`. Past `seconds` it is asked to
+    stop (SIGINT, as Ctrl-C would: it stops its agent and seals its session) and SEAL_SECONDS later killed."""
+
+    def __init__(self, argv: list[str], log, seconds: float):
+        self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
+        self.began = time.monotonic()
+        self.deadline = self.began + seconds
+        self.signalled = False
+
+    def ended(self) -> bool:
+        """Whether the child has ended; one past its deadline is asked to stop, then killed."""
+        if self.process.poll() is not None:
+            return True
+        now = time.monotonic()
+        if now > self.deadline and not self.signalled:
+            self.interrupt()
+        elif now > self.deadline:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+            return True
+        return False
+
+    def interrupt(self) -> None:
+        """Ask the child (once) to stop its agent and seal its session."""
+        if not self.signalled and self.process.poll() is None:
+            self.signalled = True
+            self.process.send_signal(signal.SIGINT)
+            self.deadline = time.monotonic() + SEAL_SECONDS
 
 
 @dataclass
@@ -86,11 +158,8 @@ class Job:
     """A running `spillage run` child for one cell."""
 
     run: RunSpec
-    process: subprocess.Popen
-    began: float
-    deadline: float
+    child: Child
     log: object
-    signalled: bool = False
 
 
 class Batch:
@@ -124,125 +193,91 @@ class Batch:
     # --- running -------------------------------------------------------------------------------
 
     def run(self) -> dict[str, Attempt]:
-        """Run every pending cell; returns this invocation's attempts by key."""
-        for folder in (self.sessions, self.attempts, self.logs):
-            folder.mkdir(parents=True, exist_ok=True)
-        todo, skipped = self.pending()
-        for outcome, n in sorted(skipped.items()):
-            self.progress(f"skipping {n} run(s) {outcome} before"
-                          + (" (--retry-failed runs them again)" if outcome != "done" else ""))
-        if not todo:
-            return {}
-        self.prepare(todo)
+        """Run every pending cell, holding the folder's lock (BatchLocked when another batch holds it);
+        returns this invocation's attempts by key."""
+        with BatchLock(self.runs_dir):
+            for folder in (self.sessions, self.attempts, self.logs):
+                folder.mkdir(parents=True, exist_ok=True)
+            todo, skipped = self.pending()
+            for outcome, n in sorted(skipped.items()):
+                self.progress(f"skipping {n} run(s) {outcome} before"
+                              + (" (--retry-failed runs them again)" if outcome != "done" else ""))
+            return self.execute(todo) if todo else {}
+
+    def execute(self, todo: list[RunSpec]) -> dict[str, Attempt]:
+        """Run `todo` as children of this process, `jobs` at a time."""
+        prepare_home(self.home, [run.scenario for run in todo], self.matrix.seed,
+                     any(run.framework == "autogen" for run in todo))
         self.progress(f"batch {self.matrix.name}: {len(todo)} run(s), {self.jobs} at a time, into {self.sessions}")
         queue, running, finished = list(todo), [], {}
-        previous = signal.signal(signal.SIGINT, self.on_interrupt)
-        try:
-            with ProgressBar(len(todo), what="batch", unit="runs", terminal=self.bar, lines=self.bar) as bar:
-                while queue or running:
-                    while queue and len(running) < self.jobs and not self.interrupted:
-                        running.append(self.launch(queue.pop(0)))
-                    if self.interrupted:
-                        queue.clear()
-                        self.pass_on_interrupt(running)
-                    for job in [j for j in running if self.poll(j)]:
-                        running.remove(job)
-                        attempt = self.conclude(job)
-                        finished[attempt.key] = attempt
-                        self.ledger.record(attempt)
-                        self.report(bar, attempt)
-                    time.sleep(0.2)
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        with self.catching_interrupts(), \
+                ProgressBar(len(todo), what="batch", unit="runs", terminal=self.bar, lines=self.bar) as bar:
+            while queue or running:
+                while queue and len(running) < self.jobs and not self.interrupted:
+                    running.append(self.launch(queue.pop(0)))
+                if self.interrupted:
+                    queue.clear()
+                    for job in running:
+                        job.child.interrupt()
+                for job in [j for j in running if j.child.ended()]:
+                    running.remove(job)
+                    attempt = self.conclude(job)
+                    finished[attempt.key] = attempt
+                    self.ledger.record(attempt)
+                    self.report(bar, attempt)
+                time.sleep(0.2)
         return finished
-
-    def prepare(self, todo: list[RunSpec]) -> None:
-        """What children would otherwise race for: the CA, the signing key, the catalogs (built once
-        into the store, each run then finds its own), and AutoGen's virtual environment."""
-        from spillage.origins.catalog_store import stored_catalog
-        from spillage.runner.session_run import catalog_scenarios
-
-        ensure_ca(self.home / "ca")
-        load_or_create_key(self.home)
-        for scenario in {run.scenario.id: run.scenario for run in todo}.values():
-            stored_catalog(self.home, catalog_scenarios(scenario)[0], self.matrix.seed)
-        if any(run.framework == "autogen" for run in todo):
-            from spillage.runner.autogen_venv import autogen_python
-            autogen_python()
 
     def command(self, run: RunSpec) -> list[str]:
         """The `spillage run` command line for one cell."""
-        m, c = self.matrix, run.condition.condition
-        argv = [sys.executable, "-m", "spillage.runner.cli", "--home", str(self.home), "run",
-                "--scenario", run.scenario_ref, "--agent", run.framework, "--model", run.model,
-                "--max-steps", str(m.max_steps), "--timeout", str(m.timeout), "--seed", str(m.seed),
-                "--prompt", c.prompt, "--runs-dir", str(self.sessions), "--session-name", run.key,
-                "--no-preflight"]  # checked once for the whole batch
-        if Path(run.scenario_ref).is_file():
-            argv += ["--style", run.scenario.style]
-        if c.system_note:
-            argv += ["--system-note", c.system_note]
-        if m.model_via_proxy:
-            argv.append("--model-via-proxy")
-        if self.audit:
-            argv.append("--audit")
-        return argv
+        return spillage_run(self.home, run.scenario_ref, self.sessions, run.key,
+                            run_arguments(self.matrix, run, self.audit))
 
     def launch(self, run: RunSpec) -> Job:
         """Start the child for `run`, after moving any session of an earlier attempt out of the way."""
-        stale = self.sessions / run.key
-        if stale.exists():
-            number = len(list(self.attempts.glob(f"{run.key}.*"))) + 1
-            stale.rename(self.attempts / f"{run.key}.{number}")
+        self.retire(run.key)
         log = open(self.logs / f"{run.key}.log", "ab")
         log.write(f"\n# {utc_timestamp()} {' '.join(self.command(run))}\n".encode())
         log.flush()
-        process = subprocess.Popen(self.command(run), stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
-        now = time.monotonic()
-        return Job(run, process, now, now + self.matrix.timeout + SETUP_SECONDS, log)
+        return Job(run, Child(self.command(run), log, self.matrix.timeout + SETUP_SECONDS), log)
 
-    def poll(self, job: Job) -> bool:
-        """Whether `job` has ended; a child past its deadline is asked to stop, then killed."""
-        if job.process.poll() is not None:
-            return True
-        now = time.monotonic()
-        if now > job.deadline and not job.signalled:
-            job.signalled = True
-            job.process.send_signal(signal.SIGINT)
-            job.deadline = now + SEAL_SECONDS
-        elif now > job.deadline:
-            os.killpg(job.process.pid, signal.SIGKILL)
-            job.process.wait()
-            return True
-        return False
+    def retire(self, key: str) -> Path | None:
+        """Move the session of cell `key`, if there is one, to attempts/ (as its next numbered attempt)."""
+        session = self.sessions / key
+        if not session.exists():
+            return None
+        number = len(list(self.attempts.glob(f"{key}.*"))) + 1
+        session.rename(self.attempts / f"{key}.{number}")
+        return self.attempts / f"{key}.{number}"
+
+    @contextlib.contextmanager
+    def catching_interrupts(self):
+        """Inside, Ctrl-C sets `interrupted` (see on_interrupt) instead of raising KeyboardInterrupt."""
+        previous = signal.signal(signal.SIGINT, self.on_interrupt)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     def on_interrupt(self, signum, frame) -> None:
         if not self.interrupted:
             self.progress("\nCtrl-C: stopping the running agents and sealing their sessions")
         self.interrupted = True
 
-    def pass_on_interrupt(self, running: list[Job]) -> None:
-        """Ask each running child (once) to stop its agent and seal its session."""
-        for job in running:
-            if not job.signalled and job.process.poll() is None:
-                job.signalled = True
-                job.process.send_signal(signal.SIGINT)
-                job.deadline = time.monotonic() + SEAL_SECONDS
-
     def conclude(self, job: Job) -> Attempt:
         """Read how the child ended from its session's meta.json (the child's exit code as a fallback)."""
         job.log.close()
-        seconds = time.monotonic() - job.began
-        session = self.sessions / job.run.key
-        outcome, reason = classify(session, job.process.returncode, self.audit, self.interrupted,
-                                   self.logs / f"{job.run.key}.log")
-        if outcome == "interrupted" and session.exists():
-            number = len(list(self.attempts.glob(f"{job.run.key}.*"))) + 1
-            session.rename(self.attempts / f"{job.run.key}.{number}")
-            session = self.attempts / f"{job.run.key}.{number}"
-        where = str(session.relative_to(self.runs_dir)) if session.exists() else ""
-        return Attempt(job.run.key, outcome, reason, where, seconds)
+        outcome, reason = classify(self.sessions / job.run.key, job.child.process.returncode, self.audit,
+                                   self.interrupted, self.logs / f"{job.run.key}.log")
+        return self.attempt(job.run.key, outcome, reason, time.monotonic() - job.child.began)
+
+    def attempt(self, key: str, outcome: str, reason: str, seconds: float, **where) -> Attempt:
+        """The Attempt of a finished cell; an interrupted cell's session moves to attempts/ first."""
+        session = self.sessions / key
+        if outcome == "interrupted":
+            session = self.retire(key) or session
+        found = str(session.relative_to(self.runs_dir)) if session.exists() else ""
+        return Attempt(key, outcome, reason, found, seconds, **where)
 
     @staticmethod
     def report(bar: ProgressBar, attempt: Attempt) -> None:
@@ -267,6 +302,46 @@ class Batch:
                 lines += [f"      {k}: {states[k]['reason']}" for k in keys[:3] if k in states]
         lines.append(f"sessions in {self.sessions}; ledger {self.ledger.path}; child logs in {self.logs}")
         return lines
+
+
+def run_arguments(matrix: Matrix, run: RunSpec, audit: bool) -> list[str]:
+    """The arguments of `spillage run` for one cell, but for where its session goes (spillage_run)."""
+    c = run.condition.condition
+    argv = ["--agent", run.framework, "--model", run.model, "--max-steps", str(matrix.max_steps),
+            "--timeout", str(matrix.timeout), "--seed", str(matrix.seed), "--prompt", c.prompt,
+            "--no-preflight"]  # checked once for the whole batch
+    if Path(run.scenario_ref).is_file():
+        argv += ["--style", run.scenario.style]
+    if c.system_note:
+        argv += ["--system-note", c.system_note]
+    if matrix.model_via_proxy:
+        argv.append("--model-via-proxy")
+    if audit:
+        argv.append("--audit")
+    return argv
+
+
+def spillage_run(home: Path, scenario: str, runs_dir: Path, name: str, arguments: list[str]) -> list[str]:
+    """The `spillage run` command line that puts session `name` of `scenario` into `runs_dir`
+    (`arguments` last: a command agent's `-- CMD` must end it)."""
+    return [sys.executable, "-m", "spillage.runner.cli", "--home", str(home), "run", "--scenario", scenario,
+            "--runs-dir", str(runs_dir), "--session-name", name, *arguments]
+
+
+def prepare_home(home: Path, scenarios: list, seed: int, autogen: bool) -> None:
+    """What children would otherwise race for: the CA, the signing key of `home`, the catalogs of
+    `scenarios` (built once into its store, each run then finds its own), and AutoGen's virtual
+    environment when `autogen`."""
+    from spillage.origins.catalog_store import stored_catalog
+    from spillage.runner.session_run import catalog_scenarios
+
+    ensure_ca(home / "ca")
+    load_or_create_key(home)
+    for scenario in {s.id: s for s in scenarios}.values():
+        stored_catalog(home, catalog_scenarios(scenario)[0], seed)
+    if autogen:
+        from spillage.runner.autogen_venv import autogen_python
+        autogen_python()
 
 
 def classify(session: Path, exit_code: int | None, audited: bool, interrupted: bool,

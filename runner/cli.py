@@ -97,39 +97,78 @@ def agent_user(name: str | None, program: str, runs_dir: Path):
 
 
 def cmd_batch(args) -> int:
-    from spillage.runner.model_spec import parse_model
     from spillage.runner.batch import Batch
+    from spillage.runner.batch import BatchLocked
     from spillage.runner.matrix import MatrixError
     from spillage.runner.matrix import load_matrix
+    from spillage.runner.preflight import PreflightError
 
     try:
         matrix = load_matrix(args.matrix)
     except MatrixError as e:
         progress(str(e))
         return 2
+    if args.scheduler and args.jobs:
+        progress("--jobs is for a local batch; on a cluster each worker's browser resource says how many runs it holds")
+        return 2
+    if args.keys and not args.scheduler:
+        progress("--keys pins the keys of a cluster's workers; a local batch signs with this machine's key")
+        return 2
     if args.dry_run:
         for run in matrix.runs:
             print(run.key)
         return 0
     runs_dir = args.runs_dir or DEFAULT_RUNS / matrix.name
-    if not args.no_preflight:
-        from spillage.runner.preflight import PreflightError
-        from spillage.runner.preflight import preflight
-        try:
-            for spec in sorted({(r.model, None) for r in matrix.runs}):
-                preflight(parse_model(*spec))
-        except PreflightError as e:
-            progress(f"{e} (checked before starting the batch; --no-preflight skips the check)")
-            return 3
-    batch = Batch(matrix, runs_dir, spillage_home(args), args.jobs, args.retry_failed, not args.no_audit,
-                  progress, bar=args.progress or sys.stderr.isatty())
-    batch.run()
+    models = sorted({r.model for r in matrix.runs})
+    options = dict(retry_failed=args.retry_failed, audit=not args.no_audit, progress=progress,
+                   bar=args.progress or sys.stderr.isatty())
+    client = None
+    try:
+        if args.scheduler:
+            from spillage.runner.cluster import ClusterBatch
+            from spillage.runner.cluster import ClusterError
+            from spillage.runner.cluster import connect
+            from spillage.runner.cluster import preflight_workers
+            from spillage.runner.cluster import read_pins
+
+            try:
+                pins = read_pins(args.keys) if args.keys else frozenset()
+                client = connect(args.scheduler)
+            except (ClusterError, ValueError) as e:
+                progress(str(e))
+                return 2
+            if not args.no_preflight:
+                preflight_workers(client, models)
+            batch = ClusterBatch(client, matrix, runs_dir, spillage_home(args), pins=pins, **options)
+        else:
+            if not args.no_preflight:
+                preflight_models(models)
+            batch = Batch(matrix, runs_dir, spillage_home(args), args.jobs or 1, **options)
+        batch.run()
+    except PreflightError as e:
+        progress(f"{e} (checked before starting the batch; --no-preflight skips the check)")
+        return 3
+    except BatchLocked as e:
+        progress(str(e))
+        return 2
+    finally:
+        if client is not None:
+            client.close()
     for line in batch.summary():
         print(line)
     if batch.interrupted:
         return 130
     states = batch.ledger.states()
     return 0 if all(states.get(r.key, {}).get("outcome") == "done" for r in matrix.runs) else 1
+
+
+def preflight_models(models: list[str]) -> None:
+    """Check that every model answers from here (PreflightError when one does not)."""
+    from spillage.runner.model_spec import parse_model
+    from spillage.runner.preflight import preflight
+
+    for model in models:
+        preflight(parse_model(model))
 
 
 def cmd_proxy_start(args) -> int:
@@ -366,13 +405,20 @@ def build_parser() -> argparse.ArgumentParser:
                                        "audit it, and record the outcome; running it again resumes.")
     batch.add_argument("matrix", type=Path, help="the matrix YAML (see matrices/)")
     batch.add_argument("--runs-dir", type=Path, help="the batch folder (default runs/<matrix name>)")
-    batch.add_argument("--jobs", type=positive, default=1, help="sessions at a time (default 1); each has its own proxy")
+    batch.add_argument("--jobs", type=positive,
+                       help="sessions at a time here (default 1), each with its own proxy; not with --scheduler")
     batch.add_argument("--retry-failed", action="store_true", help="run again the cells that failed or timed out")
     batch.add_argument("--no-audit", action="store_true", help="do not audit each session when it ends")
     batch.add_argument("--dry-run", action="store_true", help="list the runs (their session names) and stop")
     batch.add_argument("--progress", action="store_true", help="one progress line per finished run when stderr is no terminal (a log, CI)")
     batch.add_argument("--no-preflight", action="store_true",
                        help="do not check the matrix's model endpoints before starting")
+    batch.add_argument("--scheduler", metavar="ADDRESS",
+                       help="run the cells on the workers of this Dask scheduler (tcp://HOST:PORT), each in its own "
+                            "spillage home, as many at once as a worker's browser resource; docs/CLUSTER.md")
+    batch.add_argument("--keys", type=Path, metavar="FILE",
+                       help="with --scheduler: the keys the workers may sign with, one a line (as `spillage key` "
+                            "prints them); a session signed by any other fails")
     batch.set_defaults(func=cmd_batch)
 
     proxy = sub.add_parser("proxy", help="the capturing proxy").add_subparsers(dest="proxy_cmd", required=True)
