@@ -28,8 +28,8 @@ BAZAAR = "https://bazaar.test"
 class Session:
     """The running stack, the browser behind it, and the records captured so far."""
 
-    def __init__(self, stack: Stack, browser, folder):
-        self.stack, self.browser, self.folder = stack, browser, folder
+    def __init__(self, stack: Stack, browser, folder, catalog):
+        self.stack, self.browser, self.folder, self.catalog = stack, browser, folder, catalog
 
     def records(self) -> list[dict]:
         """The records written so far (the proxy may be writing the last line this very moment)."""
@@ -71,7 +71,7 @@ def session(tmp_path_factory, catalog_file):
         proxy = stack.proxy_url.removeprefix("http://")
         args = [f"--proxy-server={proxy}", f"--ignore-certificate-errors-spki-list={ca.spki_pin}"]
         with launch(args) as browser:
-            yield Session(stack, browser, folder)
+            yield Session(stack, browser, folder, catalog_file)
 
 
 def beacons(event: str, host: str | None = None):
@@ -146,7 +146,7 @@ def test_clicking_a_facet_sends_a_click_beacon_and_navigates(session):
     assert all(parse_qs(urlsplit(c["data"]["href"]).query)["f"] == ["gooseneck"] for c in clicks)
     # sendBeacon is asynchronous: a beacon may reach the proxy just before or just after the
     # navigation it announces; either way the audit makes them one select action
-    builder = ActionBuilder(site_profiles(session.folder / "catalog.sqlite"), session.folder)
+    builder = ActionBuilder(site_profiles(session.catalog), session.folder)
     for record in session.records():
         builder.add(record)
     (facet,) = [a for a in builder.finish() if navigation["seq"] in a.evidence]
@@ -156,7 +156,7 @@ def test_clicking_a_facet_sends_a_click_beacon_and_navigates(session):
 
 def test_checkout_submits_a_form_record_with_every_field(session):
     browser, start = session.browser, session.last_seq()
-    catalog = Catalog(session.folder / "catalog.sqlite")
+    catalog = Catalog(session.catalog)
     product = catalog.search("shop.test", "kettle").products[0]
     browser.goto(f"{SHOP}/p/{product.id}")
     browser.click('form[action="/cart/add"] button[type=submit]')
@@ -182,7 +182,7 @@ def test_checkout_submits_a_form_record_with_every_field(session):
 
 def test_bazaar_offer_message_is_a_form_record(session):
     browser, start = session.browser, session.last_seq()
-    catalog = Catalog(session.folder / "catalog.sqlite")
+    catalog = Catalog(session.catalog)
     item = next(p for p in catalog.search("bazaar.test", "film camera", per_page=100).products if p.accepts_offers)
     browser.goto(f"{BAZAAR}/itm/{item.id}")
     browser.click("#offer-price")
