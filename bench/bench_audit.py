@@ -29,6 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from spillage.proxy.layout import BLOB_DIR
+from spillage.proxy.layout import LOG_NAME
+from spillage.proxy.layout import REPORT_NAME
+from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.capturelog import KIND_FIELDS
 from spillage.proxy.capturelog import CaptureWriter
 from spillage.proxy.capturelog import iter_records
@@ -103,7 +107,7 @@ def write_capture(session: Path, target_bytes: int, records=None) -> dict:
     (at least one loop); the capture's size, records and loops."""
     records = records or template_records()
     session.mkdir(parents=True)
-    shutil.copy(TEMPLATE / "scenario.yaml", session / "scenario.yaml")
+    shutil.copy(TEMPLATE / SCENARIO_COPY, session / SCENARIO_COPY)
     loops = 0
     with CaptureWriter(session, fsync_interval=5) as writer:
         writer.append("session_start", session=session.name, tool={"name": "bench", "version": "0", "mitmproxy": "-"},
@@ -127,9 +131,9 @@ def write_capture(session: Path, target_bytes: int, records=None) -> dict:
 
 
 def capture_bytes(session: Path) -> int:
-    blobs = session / "blobs"
-    return (session / "capture.jsonl").stat().st_size + sum(
-        f.stat().st_size for f in blobs.iterdir()) if blobs.exists() else (session / "capture.jsonl").stat().st_size
+    blobs = session / BLOB_DIR
+    return (session / LOG_NAME).stat().st_size + sum(
+        f.stat().st_size for f in blobs.iterdir()) if blobs.exists() else (session / LOG_NAME).stat().st_size
 
 
 # --- measuring -------------------------------------------------------------------------------
@@ -191,7 +195,7 @@ def bench_sizes(tmp: Path, sizes_mb: list[int], timeout: float) -> list[dict]:
         began = time.perf_counter()
         made = write_capture(session, size * MB, records)
         write_s = time.perf_counter() - began
-        log = session / "capture.jsonl"
+        log = session / LOG_NAME
         t_sha = timed(["sha256sum", str(log)])
         result = audit_in_subprocess(session, timeout)
         rows.append({"size_mb": made["bytes"] / MB, "records": made["records"], "loops": made["loops"],
@@ -209,10 +213,10 @@ def bench_batch(tmp: Path, count: int, jobs: int, timeout: float) -> dict:
     for i in range(count):
         target = root / f"session-{i:04d}"
         target.mkdir()
-        for f in ("capture.jsonl", "scenario.yaml"):
+        for f in (LOG_NAME, SCENARIO_COPY):
             os.link(one / f, target / f)  # read-only inputs; each session gets its own audit.json
-        if (one / "blobs").exists():
-            shutil.copytree(one / "blobs", target / "blobs", copy_function=os.link)
+        if (one / BLOB_DIR).exists():
+            shutil.copytree(one / BLOB_DIR, target / BLOB_DIR, copy_function=os.link)
     logs = sorted(str(p) for p in root.glob("*/capture.jsonl"))
     t_sha = timed(["xargs", "-0", "sha256sum"], input=b"\0".join(map(str.encode, logs)))
     spillage = Path(sys.executable).with_name("spillage")
@@ -244,7 +248,7 @@ def _audit_and_write(session: str) -> None:
     from spillage.audit.session_audit import audit_session
 
     report = audit_session(Path(session))
-    (Path(session) / "audit.json").write_text(json.dumps(report))
+    (Path(session) / REPORT_NAME).write_text(json.dumps(report))
 
 
 def main() -> None:

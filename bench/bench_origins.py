@@ -120,10 +120,10 @@ def main() -> None:
         build, parse, products = build_times(tmp)
         print(f"catalog build: {build:.2f} s for {products} products "
               f"({build / parse:.1f}x parsing the scenario YAML, {parse:.2f} s)")
-        with Child("origins", origins_command(tmp / "catalog.sqlite"), ORIGINS_READY,
-                   tmp / "origins.log") as origins:
+        with Child("origins", origins_command(tmp / "sites.sqlite"), ORIGINS_READY,
+                   tmp / "sites.log") as origins:
             address = origins.match.group(1).removeprefix("http://")
-            kinds = catalog_paths(Catalog(tmp / "catalog.sqlite"), load_benchmark())
+            kinds = catalog_paths(Catalog(tmp / "sites.sqlite"), load_benchmark())
             anchor = None
             print(f"{'page':24} {'p50 ms':>8} {'p99 ms':>8} {'x anchor p50':>13}")
             for kind, requests in kinds.items():

@@ -22,6 +22,7 @@ from bench_proxy import shop_paths  # noqa: E402
 from spillage.origins.catalog import Catalog  # noqa: E402
 from spillage.proxy.mitm.ca import ensure_ca  # noqa: E402
 from spillage.proxy.capturelog import CaptureWriter  # noqa: E402
+from spillage.proxy.layout import CATALOG_COPY  # noqa: E402
 from spillage.runner.children import Child  # noqa: E402
 from spillage.runner.replay import replay_session  # noqa: E402
 from spillage.runner.stack import ORIGINS_READY  # noqa: E402
@@ -31,7 +32,7 @@ from spillage.runner.stack import origins_command  # noqa: E402
 def recorded_session(folder: Path, catalog: Path, paths: list[str], count: int) -> Path:
     """A session whose log holds `count` GETs for shop.test pages, each with a stand-in response."""
     folder.mkdir()
-    (folder / "catalog.sqlite").write_bytes(catalog.read_bytes())
+    (folder / CATALOG_COPY).write_bytes(catalog.read_bytes())  # an older session's own copy: replay reads it
     with CaptureWriter(folder) as writer:
         writer.append("session_start", session=folder.name, tool={"name": "bench", "version": "0", "mitmproxy": "0"},
                       options={})
@@ -52,11 +53,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         ca = ensure_ca(tmp / "ca")
-        with Child("origins", origins_command(tmp / "catalog.sqlite"), ORIGINS_READY, tmp / "origins.log") as origins:
+        with Child("origins", origins_command(tmp / "sites.sqlite"), ORIGINS_READY, tmp / "sites.log") as origins:
             origin = origins.match.group(1).removeprefix("http://")
-            paths = shop_paths(Catalog(tmp / "catalog.sqlite"))
+            paths = shop_paths(Catalog(tmp / "sites.sqlite"))
             anchor = bare_mitmdump_rate(tmp, ca, origin, paths, args.requests)
-        session = recorded_session(tmp / "recorded", tmp / "catalog.sqlite", paths, args.requests)
+        session = recorded_session(tmp / "recorded", tmp / "sites.sqlite", paths, args.requests)
         result = replay_session(session, tmp / "runs", tmp / "ca", log=lambda message: None)
         answered = sum(s.status == 200 for s in result.sent)
         if answered != args.requests:

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import psutil
 
+from spillage.proxy.layout import META_NAME
+
 REPO = Path(__file__).resolve().parent.parent
 SPILLAGE = [sys.executable, "-m", "spillage.runner.cli"]
 
@@ -61,7 +63,7 @@ def measure(argv: list[str], cwd: Path) -> tuple[float, float, str]:
 
 def agent_seconds(session: str) -> float:
     """How long the agent of the session at `session` ran, as meta.json records it."""
-    return json.loads((Path(session) / "meta.json").read_text(encoding="utf-8"))["agent_seconds"]
+    return json.loads((Path(session) / META_NAME).read_text(encoding="utf-8"))["agent_seconds"]
 
 
 def load() -> str:

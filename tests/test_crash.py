@@ -143,6 +143,24 @@ def test_proxy_start_says_at_once_when_its_proxy_dies(workdir):
     assert gone(session)
 
 
+def test_proxy_start_whose_proxy_died_mid_record_says_so_and_moves_the_torn_tail_aside(workdir):
+    proxy, shown = start_proxy(workdir)
+    session = Path(shown["session"])
+    mitmdump = proxy_pid(session)
+    os.kill(mitmdump, signal.SIGSTOP)   # between two writes: then a record cut off halfway, as a crash leaves it
+    with open(session / "capture.jsonl", "ab") as log:
+        log.write(b'{"v":2,"seq":99,"ts":"2026-12-01T00:00:00Z","kind":"req')
+    os.kill(mitmdump, signal.SIGKILL)
+    proxy.wait(60)
+    err = proxy.stderr.read()
+    assert proxy.returncode == 1, err
+    assert "the proxy (mitmdump) exited with -9" in err and "evidence sealed after crash" in err
+    assert (session / "capture.torn").read_bytes().endswith(b'"kind":"req')
+    verified = spillage(workdir, "verify", str(session))
+    assert verified.returncode == 1 and "truncated, sealed after crash" in verified.stdout
+    assert gone(session)
+
+
 def test_a_killed_proxy_start_leaves_no_server_behind(workdir):
     proxy, shown = start_proxy(workdir)
     proxy.kill()

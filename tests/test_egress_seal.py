@@ -130,13 +130,13 @@ def tls_request(stack: Stack, target: str, sni: str, request: bytes, alpn: list[
         return read_head(tls)
 
 
-def h2_request(stack: Stack, target: str, path: str) -> str:
-    """CONNECT `target`, TLS negotiating HTTP/2, one GET `path`; the answer's :status."""
+def h2_request(stack: Stack, target: str, path: str, sni: str = "evil.invalid") -> str:
+    """CONNECT `target`, TLS with `sni` negotiating HTTP/2, one GET `path`; the answer's :status."""
     sock, head = tunnel(stack, target)
     context = ssl.create_default_context()
     context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
     context.set_alpn_protocols(["h2"])
-    with context.wrap_socket(sock, server_hostname="evil.invalid") as tls:
+    with context.wrap_socket(sock, server_hostname=sni) as tls:
         assert tls.selected_alpn_protocol() == "h2"
         conn = h2.connection.H2Connection()
         conn.initiate_connection()
@@ -192,6 +192,41 @@ def test_every_escape_is_refused_recorded_and_reaches_no_one(stack, outside):
     assert any(r["url"] == f"http://{target}/ws" for r in refused)
     log = (stack.session_dir / "proxy.log").read_text()
     assert "Name or service not known" not in log and "getaddrinfo" not in log  # no outside name was looked up
+
+
+def in_tunnel(stack: Stack, target: str, data: bytes, sni: str | None = None) -> bytes:
+    """CONNECT `target`, TLS with `sni` when given, then `data`; what comes back (b"" when closed)."""
+    sock, head = tunnel(stack, target)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    if sni is not None:
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        sock = context.wrap_socket(sock, server_hostname=sni)
+    with sock:
+        sock.sendall(data)
+        try:
+            return read_head(sock)
+        except (TimeoutError, ConnectionResetError, ssl.SSLError):
+            return b""
+
+
+def test_every_protocol_inside_a_tunnel_is_refused_and_reaches_no_one(stack, outside):
+    target = f"{OUTSIDE}:{outside.server_address[1]}"
+    websocket = (f"GET /ws HTTP/1.1\r\nHost: {target}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").encode()
+    plain = f"GET /?q=divorced HTTP/1.1\r\nHost: {target}\r\n\r\n".encode()
+    assert in_tunnel(stack, target, plain).startswith(b"HTTP/1.1 403")            # HTTP/1 in a tunnel, no TLS
+    assert in_tunnel(stack, target, websocket).startswith(b"HTTP/1.1 403")        # ws:// in a tunnel
+    for sni in ("evil.invalid", "shop.test"):
+        assert in_tunnel(stack, target, websocket, sni).startswith(b"HTTP/1.1 403"), sni   # wss://
+        assert not in_tunnel(stack, target, b"\x00\x01SECRET not http\r\n\r\n", sni).startswith(b"HTTP/1.1 2"), sni
+    for sni in ("shop.test", OUTSIDE):
+        assert h2_request(stack, target, "/?q=single+dad", sni) == "403", sni
+    with outside.lock:
+        assert (outside.connections, bytes(outside.received)) == (0, b"")
+    refused = blocked(stack)
+    assert any(r["url"].endswith("/ws") and r["method"] == "GET" for r in refused)
+    assert any("q=single+dad" in r["url"] for r in refused)
 
 
 def test_hostile_bytes_in_our_own_traffic_are_captured_and_answered(stack):

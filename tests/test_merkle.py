@@ -1,9 +1,8 @@
 """Tests of spillage.proxy.merkle, the RFC 9162 Merkle tree.
 
 Known answers come from outside this project: pymerkle (an independent
-implementation of the same tree), the test vectors of the Certificate
-Transparency reference implementation, and the worked example of RFC 9162
-section 2.1.5 (RFC 6962 section 2.1.3).
+implementation of the same tree, a test dependency) and the worked example of
+RFC 9162 section 2.1.5 (RFC 6962 section 2.1.3).
 """
 
 import functools
