@@ -140,6 +140,7 @@ def provenance(imported: dict | None) -> dict:
     if imported is None:
         return {"source": "proxy", "chain_vouches_for": "the capture"}
     return {"source": "import", **{k: imported[k] for k in ("format", "file", "size", "sha256")},
+            "lacks": list(imported.get("lacks") or ()),   # what the file could not carry (format v2 imports say)
             "chain_vouches_for": "the import, not the original capture"}
 
 
@@ -172,7 +173,9 @@ def summary_text(report: dict) -> str:
     source = report.get("provenance") or {}
     if source.get("source") == "import":
         verified += (f" (imported from {source['file']}, {source['format']}, sha256 {source['sha256'][:12]}…: "
-                     "the chain and its signature vouch for the import, not for the original capture)")
+                     "the chain and its signature vouch for the import, not for the original capture"
+                     + (f"; the file lacks {', '.join(source['lacks'])}, so the audit may miss what they held"
+                        if source.get("lacks") else "") + ")")
     lines = [
         f"session {report['session']}  scenario {report['scenario']}  judge {report['judge']}",
         f"capture {verified}: {capture['audited_records']} of {capture['records']} records",

@@ -54,7 +54,8 @@ def write_batch_report(batch: Batch, out: Path, options: ReportOptions = ReportO
     drawn = {name: draw(name, table, options.by) for name in FIGURES}
     figures = [Figure(name, title, render(drawn[name], name, "svg").decode()) for name, title in FIGURES.items()]
     blocks = [method_paragraph(len(sessions), len(batch.excluded), options.by, options.seed,
-                               int((~sessions["verified"]).sum()), int(sessions["imported"].sum())),
+                               int((~sessions["verified"]).sum()), int(sessions["imported"].sum()),
+                               int(sessions["incomplete"].sum())),
               *group_tables(table, options.by), *figures]
     written = {}
     if options.compare:

@@ -113,11 +113,13 @@ def compare_blocks(compared: pd.DataFrame, a: str, b: str, by: tuple[str, ...], 
 
 
 def method_paragraph(sessions: int, excluded: int, by: tuple[str, ...], seed: int, unverified: int,
-                     imported: int = 0) -> Paragraph:
+                     imported: int = 0, incomplete: int = 0) -> Paragraph:
     flagged = (f" {UNVERIFIED} marks sessions whose capture failed verification, included on request; "
                f"their audits cover only the records before the damage ({unverified} such sessions).") if unverified else ""
     flagged += (f" {imported} of the sessions were imported from capture files (`spillage import`): their "
                 "chains vouch for the import, not for the original capture (framework `imported`).") if imported else ""
+    flagged += (f" {incomplete} of them come from files that lack part of the traffic (omitted bodies, beacons "
+                "sent on page exit; `provenance.lacks` in each audit.json): their rates may be low.") if incomplete else ""
     return Paragraph(
         f"{sessions} sessions, {excluded} excluded (listed below). Grouped by {', '.join(by)}. "
         f"Each rate is a pooled ratio over the group's sessions (OR = occurrences / actions; "

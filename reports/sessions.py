@@ -143,6 +143,7 @@ def session_counts(audit: dict) -> dict:
     return {
         "verified": bool(audit["capture"]["verified"]),
         "imported": (audit.get("provenance") or {}).get("source") == "import",
+        "incomplete": bool((audit.get("provenance") or {}).get("lacks")),   # an import missing part of the traffic
         "actions": int(summary["actions"]),
         **{c: int(summary["occurrences"][c]) for c in CATEGORIES},
         "task_success": int(bool(summary["task_success"])),

@@ -30,6 +30,7 @@ import pytest
 from schema_check import assert_valid_record
 from spillage.audit.diff import ACTION_FIELDS
 from spillage.audit.session_audit import audit_session
+from spillage.audit.session_audit import summary_text
 from spillage.proxy.capturelog import CaptureWriter
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.formats import har
@@ -263,7 +264,11 @@ def test_playwright_omit_har_says_every_omitted_body_is_unknown(tmp_path, catalo
     assert f"lacks: {'; '.join(provenance['lacks'])}" in err
     # the audit sees the pages the URLs name, told to shop.test; no beacon, form or add-to-cart
     live_actions = audit_session(folder / "live")["actions"]
-    actions = audit_session(session)["actions"]
+    report = audit_session(session)
+    assert report["provenance"]["lacks"] == provenance["lacks"]   # the audit marks what the file lacks
+    said = summary_text(report).splitlines()[1]
+    assert "; the file lacks " in said and har.LACK_REQUEST_BODIES in said
+    actions = report["actions"]
     assert [(a["what"], a["url"]) for a in actions] == [
         (a["what"], a["url"]) for a in live_actions if a["what"] in ("search", "filter", "view_product")]
     assert {o for a in actions for o in a["observers"]} == {"shop.test"}

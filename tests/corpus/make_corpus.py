@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import gzip
 import hashlib
 import json
 import random
@@ -29,6 +30,7 @@ import re
 import shutil
 import sys
 import unicodedata
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 from dataclasses import field
@@ -73,7 +75,7 @@ VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
 # Wire encodings and matching variants the corpus must cover, each at least twice.
 ENCODINGS = ("url-percent", "url-plus", "url-double", "html-entity", "json-body", "multipart-body",
              "base64-param", "unicode-nfkc", "unicode-diacritics", "case", "plural-stem", "hyphen-space",
-             "money-number", "word-boundary", "br-body", "zstd-body")
+             "money-number", "word-boundary", "br-body", "zstd-body", "gzip-body", "deflate-body")
 
 
 class CorpusBug(Exception):
@@ -696,13 +698,15 @@ class Session:
 
     def post_json(self, path: str, document, note: str, texts, raw: str | None = None, coding: str = "",
                   **labels) -> Planned:
-        """A JSON POST a page script sends, its body compressed with `coding` (br, zstd) when given."""
+        """A JSON POST a page script sends, its body compressed with `coding` (br, zstd, gzip,
+        deflate) when given."""
         body = (raw if raw is not None else json.dumps(document, ensure_ascii=False)).encode()
         headers = [["content-type", "application/json"], ["user-agent", UA], ["origin", self.origin],
                    ["referer", self.page], ["cookie", f"_mt_id={self.cid}"]]
         if coding:
             headers.append(["content-encoding", coding])
-            body = {"br": brotli.compress, "zstd": zstd.compress}[coding](body)
+            body = {"br": brotli.compress, "zstd": zstd.compress, "gzip": lambda data: gzip.compress(data, mtime=0),
+                    "deflate": zlib.compress}[coding](body)
             seq, _ = self.exchange("POST", f"{self.origin}{path}", headers, body, response_type="application/json",
                                    response=b'{"ok": true}')
             self.think()
@@ -1432,7 +1436,8 @@ def s12_wheelchair_email(s: Session) -> None:
 
 def s13_headphones_wire(s: Session) -> None:
     """The headphones persona: look-alikes in content and in a label, a chosen suggestion, a query
-    revised in one keystroke burst, text in an extra parameter and in a path, br and zstd bodies,
+    revised in one keystroke burst, text in an extra parameter and in a path, br, zstd, gzip and
+    deflate bodies,
     a pass over themed carousels, an unfilter, the sort select's field beacon on."""
     sh, sc = s.profile, s.scenario
     task = pick(sh, sc, "headphones", task=True, neutral=True, nth=0)
@@ -1483,6 +1488,18 @@ def s13_headphones_wire(s: Session) -> None:
     s.post_json("/api/feedback", {"note": "saudade hits hard on the night bus"}, "a Brazilian cue in JSON",
                 texts=("saudade hits hard on the night bus",), expect={"brazilian": "C_I"}, coding="zstd",
                 tags=("zstd-body",))
+    s.post_json("/api/feedback", {"note": "one good pair to last, the bankruptcy taught me"}, "a gzip JSON body",
+                texts=("one good pair to last, the bankruptcy taught me",), coding="gzip",
+                expect={"bankruptcy": "C_E"}, tags=("gzip-body", "json-body"))
+    s.post_json("/api/wishlist", {"why": "a pair for the bus to the Samsung store"}, "a deflate JSON body",
+                texts=("a pair for the bus to the Samsung store",), coding="deflate", expect={"samsung": "C_E"},
+                tags=("deflate-body", "json-body"))
+    s.post_json("/api/feedback", {"note": "loud enough to hear my probation officer call"}, "a DUI cue, gzip",
+                texts=("loud enough to hear my probation officer call",), expect={"dui": "C_I"}, coding="gzip",
+                tags=("gzip-body",))
+    s.post_json("/api/feedback", {"note": "they must pair with SmartThings"}, "a Samsung cue, deflate",
+                texts=("they must pair with SmartThings",), expect={"samsung": "C_I"}, coding="deflate",
+                tags=("deflate-body",))
     s.add_to_cart(task, "added the neutral pair")
 
 
