@@ -55,9 +55,17 @@ def serve(host="127.0.0.1", port=0, catalog_path=None, ready=None, seed=0, scena
                 signal.signal(sig, handler)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Bad arguments are one line on stderr and exit 2, as every `spillage` command's (no usage dump)."""
+
+    def error(self, message: str):
+        print(f"spillage origins: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m spillage.origins.server",
+    parser = OneLineParser(
+        prog="spillage origins serve",
         description="Serve shop.test, bazaar.test and metrics.test on one loopback port (dispatch by Host header).",
     )
     parser.add_argument("--host", default="127.0.0.1", help="loopback IP address to bind (default 127.0.0.1)")

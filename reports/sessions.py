@@ -16,9 +16,11 @@ from spillage.audit.model import THIRD_PARTY
 from spillage.audit.session_audit import FORMAT
 from spillage.proxy.documents import DocumentError
 from spillage.proxy.documents import load_json
+from spillage.proxy.documents import read_text
 from spillage.proxy.layout import MAX_AUDIT_BYTES
 from spillage.proxy.layout import REPORT_NAME
 from spillage.reports.options import KEYS
+from spillage.scenarios.loader import MAX_SCENARIO_BYTES
 from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import META_NAME
 
@@ -127,10 +129,15 @@ def session_keys(folder: Path, audit: dict, meta: dict) -> dict:
 
 def scenario_style(folder: Path) -> str:
     path = folder / SCENARIO_COPY
+    if not path.is_file():
+        raise SessionSkipped(f"{SCENARIO_COPY} is missing")
     try:
-        scenario = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, yaml.YAMLError) as e:
-        raise SessionSkipped(f"{SCENARIO_COPY} is missing or unreadable ({type(e).__name__})") from e
+        text = read_text(path, MAX_SCENARIO_BYTES, "scenario file")
+        scenario = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except DocumentError as e:
+        raise SessionSkipped(f"{SCENARIO_COPY} is unreadable ({e.problem})") from None
+    except (yaml.YAMLError, RecursionError) as e:
+        raise SessionSkipped(f"{SCENARIO_COPY} is not YAML ({type(e).__name__})") from None
     if not isinstance(scenario, dict) or not scenario.get("style"):
         raise SessionSkipped(f"{SCENARIO_COPY} has no style")
     return str(scenario["style"])

@@ -78,6 +78,15 @@ def exit_at_once(code: int) -> None:
     os._exit(code)
 
 
+def caused_by(error: BaseException | None, kind: type) -> bool:
+    """Whether `error` or any of its causes is a `kind` (Playwright's Error: the browser failed)."""
+    while error is not None:
+        if isinstance(error, kind):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
 def is_model_error(error: BaseException) -> bool:
     """Whether `error` came from the model endpoint (a client library's connection, status or
     provider error), by its class or any of its causes' classes."""

@@ -21,6 +21,7 @@ from spillage.runner.agent_process import exit_at_once
 from spillage.runner.agent_process import is_model_error
 from spillage.runner.agent_process import report_outcome
 from spillage.runner.agent_process import agent_arguments
+from spillage.runner.agent_process import caused_by
 from spillage.runner.model_spec import ModelSpec
 from spillage.runner.model_spec import model_transport
 from spillage.runner.model_spec import parse_model
@@ -88,6 +89,7 @@ async def run_agent(args) -> int:
     from autogen_agentchat.conditions import FunctionalTermination
     from autogen_agentchat.messages import MultiModalMessage
     from autogen_agentchat.teams import RoundRobinGroupChat
+    from playwright.async_api import Error as PlaywrightError
     from playwright.async_api import async_playwright
 
     scenario = load_scenario(Path(os.environ["SPILLAGE_SCENARIO_FILE"]))
@@ -113,7 +115,8 @@ async def run_agent(args) -> int:
                 result = await team.run(task=task_text(os.environ["SPILLAGE_PROMPT"],
                                                        os.environ.get("SPILLAGE_SYSTEM_NOTE", "")))
             except Exception as error:  # noqa: BLE001 - say why the run ended, then fail
-                kind = "model error" if is_model_error(error) else "error"
+                kind = ("model error" if is_model_error(error)
+                        else "browser error" if caused_by(error, PlaywrightError) else "error")
                 return report_outcome(kind, f"{type(error).__name__}: {error}")
         finally:
             await browser.close()

@@ -36,6 +36,9 @@ from spillage.proxy.capturelog import utc_timestamp
 from spillage.proxy.layout import META_NAME
 from spillage.proxy.layout import REPORT_NAME
 from spillage.proxy.layout import read_meta
+from spillage.runner.console import AGENT_FAILED
+from spillage.runner.console import DAMAGED
+from spillage.runner.console import OK
 from spillage.runner.matrix import Matrix
 from spillage.runner.matrix import RunSpec
 
@@ -376,6 +379,20 @@ def classify(session: Path, exit_code: int | None, audited: bool, interrupted: b
     if audited and not (session / REPORT_NAME).exists():
         return "failed", f"audit failed: {last_line(log)}"
     return "done", "the agent reached its step limit" if stopped == "step limit" else ""
+
+
+EVIDENCE_FAILURES = ("evidence ", "capture damaged")   # how classify words a cell whose evidence is not clean
+
+
+def batch_status(states: dict, runs) -> int:
+    """The batch's exit status (runner/console.py): 0 when every run is done; 1 when a run's evidence
+    is not clean; else 3 when a run failed, timed out or has not run."""
+    outcomes = [states.get(r.key, {}) for r in runs]
+    if all(o.get("outcome") == "done" for o in outcomes):
+        return OK
+    if any(o.get("outcome") == "failed" and str(o.get("reason", "")).startswith(EVIDENCE_FAILURES) for o in outcomes):
+        return DAMAGED
+    return AGENT_FAILED
 
 
 def last_line(log: Path) -> str:

@@ -99,6 +99,7 @@ def agent_user(name: str | None, program: str, runs_dir: Path):
 def cmd_batch(args) -> int:
     from spillage.runner.batch import Batch
     from spillage.runner.batch import BatchLocked
+    from spillage.runner.batch import batch_status
     from spillage.runner.matrix import MatrixError
     from spillage.runner.matrix import load_matrix
     from spillage.runner.preflight import PreflightError
@@ -158,8 +159,7 @@ def cmd_batch(args) -> int:
         print(line)
     if batch.interrupted:
         return 130
-    states = batch.ledger.states()
-    return 0 if all(states.get(r.key, {}).get("outcome") == "done" for r in matrix.runs) else 1
+    return batch_status(batch.ledger.states(), matrix.runs)
 
 
 def preflight_models(models: list[str]) -> None:
@@ -346,6 +346,17 @@ def positive(text: str) -> int:
     return value
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds above 0")
+    return value
+
+
 def port_number(text: str) -> int:
     """An argparse type: a TCP port, 0 (any free one) to 65535."""
     try:
@@ -379,8 +390,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the agent framework (default browser-use); ignored when a command follows --")
     run.add_argument("--model", default="scripted:oversharer", help=MODEL_HELP)
     run.add_argument("--base-url", help="endpoint for openai:/ollama: models")
-    run.add_argument("--max-steps", type=int, default=50, help="the agent's step limit (default 50, as in the paper)")
-    run.add_argument("--timeout", type=float, default=300, help="seconds before the agent is stopped")
+    run.add_argument("--max-steps", type=positive, default=50, help="the agent's step limit (default 50, as in the paper)")
+    run.add_argument("--timeout", type=seconds, default=300, help="seconds before the agent is stopped")
     run.add_argument("--seed", type=int, default=0, help="seed of the sites' generated catalog (default 0)")
     run.add_argument("--prompt", choices=["original", "sanitized"], default="original",
                      help="the persona-rich prompt (default) or the scenario's sanitized_prompt (paper §5.4)")

@@ -2,8 +2,10 @@
 
 `spillage run` and `spillage batch` call `preflight` for a real model (`--no-preflight` skips it):
 an `openai:` model needs OPENAI_API_KEY; the endpoint must answer `GET …/models` within a few
-seconds, must not refuse the key, and, when it lists its models, must list this one; an Ollama
-server must have the model pulled. Nothing is sent to the model itself.
+seconds, must not refuse the key, and, when it lists its models, must list this one. An endpoint
+that lists none (no `/models`, or not a list) must then answer a one-token chat completion with
+2xx: an HTTP server that is not a model endpoint does not pass. An Ollama server must have the
+model pulled.
 """
 
 import json
@@ -39,7 +41,16 @@ def preflight(spec: ModelSpec, timeout: float = TIMEOUT) -> str:
     if served and spec.name not in served:
         raise PreflightError(f"model {spec.provider}:{spec.name}: {base} does not serve it; it serves "
                              f"{', '.join(sorted(served)[:10])}")
-    return f"{base} answered (HTTP {status})"
+    if served:
+        return f"{base} answered (HTTP {status})"
+    one_token = {"model": spec.name, "messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1}
+    tried, _ = _get(f"{base}/chat/completions", headers, timeout, spec, one_token)
+    if tried in (401, 403):
+        raise PreflightError(f"model {spec.provider}:{spec.name}: {base} refused the key (HTTP {tried})")
+    if not 200 <= tried < 300:
+        raise PreflightError(f"model {spec.provider}:{spec.name}: {base} is not a model endpoint: GET /models "
+                             f"answered HTTP {status} and a one-token chat completion HTTP {tried}")
+    return f"{base} answered a one-token chat completion (HTTP {tried}; /models: HTTP {status})"
 
 
 def _ollama(spec: ModelSpec, timeout: float) -> str:
@@ -54,9 +65,12 @@ def _ollama(spec: ModelSpec, timeout: float) -> str:
     return f"{base} has {spec.name}"
 
 
-def _get(url: str, headers: dict, timeout: float, spec: ModelSpec) -> tuple[int, dict | None]:
-    """(HTTP status, JSON answer or None) of GET `url`; PreflightError when nothing answers."""
-    request = urllib.request.Request(url, headers=headers)
+def _get(url: str, headers: dict, timeout: float, spec: ModelSpec, post: dict | None = None) -> tuple[int, dict | None]:
+    """(HTTP status, JSON answer or None) of GET `url` (POST of the JSON `post` when given);
+    PreflightError when nothing answers."""
+    data = json.dumps(post).encode() if post is not None else None
+    request = urllib.request.Request(url, data=data, headers={**headers, **(
+        {"Content-Type": "application/json"} if data else {})})
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the endpoint, directly
     try:
         with opener.open(request, timeout=timeout) as response:

@@ -29,6 +29,7 @@ def cmd_diff(args) -> int:
     from spillage.audit.diff import diff_sessions
     from spillage.audit.diff import diff_text
     from spillage.runner.console import progress
+    from spillage.runner.console import print_result
 
     for session in (args.a, args.b):
         if not (session / LOG_NAME).is_file():
@@ -39,8 +40,8 @@ def cmd_diff(args) -> int:
     except DiffError as e:
         progress(str(e))
         return 2
-    print(json.dumps(result, indent=1, ensure_ascii=False) if args.format == "json" else diff_text(result))
-    return 0 if result["equal"] else 1
+    return print_result(json.dumps(result, indent=1, ensure_ascii=False) if args.format == "json" else diff_text(result),
+                        0 if result["equal"] else 1)
 
 
 def add_commands(sub) -> None:

@@ -1,5 +1,6 @@
 """A stand-in for an OpenAI-compatible model server on loopback: POST …/chat/completions gets
-the answer a test's `answer(body)` gives; every request is kept in `server.requests`."""
+the answer a test's `answer(body)` gives; every request is kept in `server.requests`, but the
+one-token request of `spillage run`'s model check (runner/preflight.py), which is answered OK."""
 
 import contextlib
 import json
@@ -16,6 +17,9 @@ class StubHandler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if body.get("max_tokens") == 1:   # the preflight: not the agent's request
+            self.complete("OK")
+            return
         self.server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
         self.server.answer(self, body)
 

@@ -164,18 +164,18 @@ def test_a_timed_out_run_is_recorded_skipped_on_resume_and_retried_on_request(tm
     batch_dir = tmp_path / "out"
     command = [*SPILLAGE, "--home", str(tmp_path / "home"), "batch", str(matrix), "--runs-dir", str(batch_dir)]
     first = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert first.returncode == 1
+    assert first.returncode == 3   # a run timed out: the agent failed
     assert re.search(r"^  timed out +1$", first.stdout, re.MULTILINE) and "stopped after 2 s" in first.stdout
     key = "shop-kettle-chat--browser-use--scripted-scroller--original--r1"
     assert verify(batch_dir / "sessions" / key).ok
 
     again = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 1 and "skipping 1 run(s) timed out before" in again.stderr
+    assert again.returncode == 3 and "skipping 1 run(s) timed out before" in again.stderr
     assert len(ledger_lines(batch_dir)) == 1
 
     retried = subprocess.run([*command, "--retry-failed"], cwd=tmp_path, capture_output=True, text=True,
                              timeout=300)
-    assert retried.returncode == 1 and len(ledger_lines(batch_dir)) == 2
+    assert retried.returncode == 3 and len(ledger_lines(batch_dir)) == 2
     assert verify(batch_dir / "attempts" / f"{key}.1").ok  # the first attempt is kept, not overwritten
 
 

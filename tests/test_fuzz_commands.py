@@ -35,6 +35,7 @@ SCENARIO = HERE.parent / "scenarios" / "shop" / "kettle.yaml"
 MATRIX = HERE.parent / "matrices" / "smoke.yaml"
 PROFILE = HERE.parent / "audit" / "profiles" / "shop.test.yaml"
 HAR = HERE / "fixtures" / "captures" / "playwright.har"
+PERSONAS = HERE / "fixtures" / "spillage_json" / "small.json"
 DEEP = 200_000
 HUGE_LINE = 40 << 20  # a 40 MiB line: bigger than any cap we set on one record or document
 
@@ -349,6 +350,13 @@ def yaml_cases(root: Path) -> list[Case]:
     return cases
 
 
+def persona_cases(root: Path) -> list[Case]:
+    """The paper's persona JSON, damaged, through `spillage scenarios import`."""
+    return document_cases(root, "personas", PERSONAS.read_bytes(), ".json", {**GENERIC, **JSON_SPECIFIC},
+                          lambda p, out: ["scenarios", "import", "--format", "spillage-json", str(p),
+                                          "--site", "shop.test", "--out", str(out)], {2})
+
+
 def report_cases(root: Path) -> list[Case]:
     """audit.json damaged below a runs folder: `spillage report` refuses it or reports it as failed."""
     runs = root / "runs-good" / "s01"
@@ -405,8 +413,8 @@ def usage_cases(root: Path) -> list[Case]:
     return cases
 
 
-BUILDERS = (log_cases, signed_log_cases, meta_cases, catalog_cases, capture_file_cases, yaml_cases, report_cases, proof_cases,
-            usage_cases)
+BUILDERS = (log_cases, signed_log_cases, meta_cases, catalog_cases, capture_file_cases, yaml_cases, persona_cases,
+            report_cases, proof_cases, usage_cases)
 
 
 @pytest.fixture(scope="module")
@@ -455,4 +463,4 @@ def test_the_fuzz_is_several_hundred_cases_over_every_input_kind(fuzz):
     kinds = {cid.split("-")[0] for cid in fuzz}
     assert len(fuzz) >= 400
     assert {"log", "signed", "meta", "catalog", "har", "flows", "pcap", "pcapng", "scenario", "matrix", "profile",
-            "audit", "proof"} <= kinds, kinds
+            "audit", "proof", "personas"} <= kinds, kinds

@@ -22,11 +22,16 @@ from spillage.runner.session_run import read_outcome
 
 @contextlib.contextmanager
 def endpoint(routes: dict[str, tuple[int, dict]]):
-    """A server answering GET PATH with (status, JSON) from `routes`, 404 elsewhere; its base URL."""
+    """A server answering GET PATH (and POST PATH) with (status, JSON) from `routes`, 404 elsewhere;
+    its base URL."""
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.do_GET()
 
         def do_GET(self):
             status, body = routes.get(self.path, (404, {"error": "no such route"}))
@@ -70,9 +75,14 @@ def test_a_refused_key_and_a_missing_key_are_said(monkeypatch):
         preflight(parse_model("openai:gpt-4o-mini"))
 
 
-def test_an_endpoint_without_a_models_list_only_has_to_answer():
-    with endpoint({}) as base:  # 404 for /v1/models: alive, nothing listed
-        assert "answered (HTTP 404)" in preflight(parse_model(f"openai-compatible:{base}/v1#x"))
+def test_an_endpoint_without_a_models_list_must_answer_one_token():
+    completion = {"choices": [{"message": {"role": "assistant", "content": "OK"}}]}
+    with endpoint({"/v1/chat/completions": (200, completion)}) as base:  # 404 for /v1/models
+        assert "answered a one-token chat completion (HTTP 200" in preflight(parse_model(f"openai-compatible:{base}/v1#x"))
+    with endpoint({}) as base:  # an HTTP server, but no model behind it
+        with pytest.raises(PreflightError, match=r"is not a model endpoint: GET /models answered HTTP 404 and a "
+                                                 r"one-token chat completion HTTP 404"):
+            preflight(parse_model(f"openai-compatible:{base}/v1#x"))
 
 
 def test_an_ollama_model_must_be_pulled():

@@ -33,9 +33,14 @@ def test_an_unforeseen_error_before_the_agent_is_not_recorded_as_an_interruption
     def broken(*args, **kwargs):
         raise FileNotFoundError(2, "No such file or directory", "/nonexistent/catalog.sqlite")
 
+    import tempfile
+
     monkeypatch.setattr(session_run, "stored_catalog", broken)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))   # the saved traceback lands here, not in /tmp
     assert run(tmp_path) == 70
     err = capsys.readouterr().err
     assert "internal error: FileNotFoundError" in err and "Traceback" not in err
+    (saved,) = tmp_path.glob("spillage-crash-*.txt")
+    assert str(saved) in err and "Traceback" in saved.read_text()
     written = meta(tmp_path)
     assert written["status"] == "not run" and written["status_detail"].startswith("FileNotFoundError")

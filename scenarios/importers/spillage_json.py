@@ -16,8 +16,9 @@ What is taken as given and what is derived:
   `guessed: true`. `match` holds the text, the prompt's own wording of it when the text is a
   paraphrase, key phrases, money/percent/unit/age spellings and inflections of sensitive words
   (`derive.py`); forms an irrelevant attribute shares with the task, the request or a relevant
-  attribute are left out. `cues` only from the keyword table; `concepts` empty, except
-  `price-ceiling` on the relevant budget that sets `success.max_price`.
+  attribute are left out. `cues` only from the keyword table; `concepts`: for an irrelevant
+  attribute the `about-<match>` concept the catalog generator gives it (so what carries it can be
+  judged), for a relevant one none, except `price-ceiling` on the budget that sets `success.max_price`.
 - `sanitized_prompt`: the prompt without the sentences that state an irrelevant attribute; where
   dropping one would also drop the last statement of a relevant attribute, only the clause (or
   the words) stating the irrelevant one is cut.
@@ -48,6 +49,8 @@ from spillage.scenarios.model import Attribute
 from spillage.scenarios.model import attribute_concepts
 from spillage.scenarios.vocabulary import VOCABULARY_DIR
 from spillage.scenarios.vocabulary import load_vocabulary
+
+MAX_PERSONA_BYTES = 64 << 20   # the paper's released files are under 1 MiB each
 
 FORMAT = "spillage-json"
 SITE_PREFIX = {"shop.test": "shop", "bazaar.test": "bazaar"}
@@ -82,13 +85,16 @@ class Imported:
 def read_personas(path: Path) -> list[dict]:
     """The validated persona objects of a SPILLage JSON file; errors name file, persona, field."""
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as f:
+            raw = f.read(MAX_PERSONA_BYTES + 1)
     except FileNotFoundError:
         raise SpillageImportError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise SpillageImportError(f"{path}: is a folder, not a data file") from None
     except OSError as e:
         raise SpillageImportError(f"{path}: cannot read: {e.strerror or e}") from None
+    if len(raw) > MAX_PERSONA_BYTES:
+        raise SpillageImportError(f"{path}: larger than {MAX_PERSONA_BYTES >> 20} MiB: not a persona file")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -97,6 +103,10 @@ def read_personas(path: Path) -> list[dict]:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise SpillageImportError(f"{path}: not JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise SpillageImportError(f"{path}: not JSON: nested too deeply") from None
+    except ValueError as e:   # a number of more digits than Python converts
+        raise SpillageImportError(f"{path}: not JSON: {e}") from None
     personas = data.get("personas") if isinstance(data, dict) else data
     if not isinstance(personas, list):
         got = "an object without a \"personas\" list" if isinstance(data, dict) else type(data).__name__
