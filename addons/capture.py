@@ -14,6 +14,8 @@ from mitmproxy import version as mitmproxy_version
 from spillage.addons.failclosed import FAILED_KEY
 from spillage.addons.failclosed import SEQ_KEY
 from spillage.addons.failclosed import fail_closed
+from spillage.addons.leakguard import GUARD_KEY
+from spillage.addons.leakguard import request_sha256
 from spillage.proxy.capturelog import DEFAULT_CHECKPOINT_EVERY
 from spillage.proxy.capturelog import DEFAULT_INLINE_LIMIT
 from spillage.proxy.capturelog import CaptureWriter
@@ -130,10 +132,15 @@ class Capture:
             return
         if FAILED_KEY in flow.metadata:
             return
-        record = write_request_record(self.write, self.body, flow.id, flow.request)
-        if record is not None:
-            flow.metadata[SEQ_KEY] = record["seq"]
-            write_derived(self.write, flow.id, record, flow.request, ctx.options.spillage_beacon_urls)
+        guarded = flow.metadata.get(GUARD_KEY)
+        record = None
+        if not (guarded and guarded["enforced"] and flow.response):  # a request the guard answered was not sent
+            record = write_request_record(self.write, self.body, flow.id, flow.request)
+            if record is not None:
+                flow.metadata[SEQ_KEY] = record["seq"]
+                write_derived(self.write, flow.id, record, flow.request, ctx.options.spillage_beacon_urls)
+        if guarded:
+            self.write_guard(flow, guarded, record)
 
     @fail_closed
     def response(self, flow: http.HTTPFlow) -> None:
@@ -153,6 +160,18 @@ class Capture:
 
     def done(self):
         self.close("proxy shutdown")
+
+    def write_guard(self, flow: http.HTTPFlow, guarded: dict, sent: dict | None) -> None:
+        """Record what the guard decided, with the request as the agent sent it (kept in this log only)
+        and hashes of it and of what was sent (None when nothing was)."""
+        decision, original = guarded["decision"], guarded["original"]
+        self.write(
+            "guard", flow=flow.id, request=sent["seq"] if sent else None, mode=ctx.options.spillage_guard,
+            action=decision.action, enforced=guarded["enforced"], observer=decision.observer, rule=decision.rule,
+            findings=[f.as_json() for f in decision.findings],
+            original={"method": original["method"], "url": original["url"], "http_version": original["http_version"],
+                      "headers": original["headers"], "body": self.body(original["content"])},
+            original_sha256=original["sha256"], sent_sha256=request_sha256(flow.request) if sent else None)
 
     def write_refusal(self, flow: http.HTTPFlow, refusal: dict, url: str) -> None:
         """Record a refused request or tunnel, keeping everything the client sent."""

@@ -18,6 +18,7 @@ from spillage.audit.model_provider import ModelTraffic
 from spillage.audit.model_provider import add_provider
 from spillage.audit.recoveries import first_party_site
 from spillage.audit.recoveries import recoveries
+from spillage.audit.attempts import Attempts
 from spillage.audit.session_catalog import CatalogError
 from spillage.audit.session_catalog import session_catalog
 from spillage.origins.knowledge import site_profiles
@@ -75,25 +76,19 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
         profiles = site_profiles(served.path, profile_dirs, benchmark=False, sha256=served.sha256)
     except sqlite3.Error as e:
         raise AuditError(f"{served.path}: not a catalog of our sites ({e})") from None
-    builder = ActionBuilder(profiles, session_dir)
-    model_calls = ModelTraffic(session_dir)
-    audited, line = 0, None
-    try:
-        for line in islice(iter_records(session_dir), None if check.ok else max(check.line - 1, 0)):
-            if not model_calls.claims(line.record):
-                builder.add(line.record)
-            audited += 1
-    except (KeyError, TypeError, AttributeError, ValueError) as e:
-        seq = line.record.get("seq") if line and isinstance(line.record, dict) else None
-        raise AuditError(f"{capture_path(session_dir)}:{line.lineno if line else 1}: record seq {seq} "
-                         f"is malformed ({type(e).__name__}: {e})") from e
-    except CaptureError as e:
-        raise AuditError(str(e)) from e
-    actions = builder.finish()
+    limit = None if check.ok else max(check.line - 1, 0)
+    model_calls, attempts = ModelTraffic(session_dir), Attempts(session_dir)
+    actions, audited = build_actions(session_dir, profiles, limit, model_calls, attempts.see)
     judged = judge.judge(actions, scenario, profiles)
     events = [e for e in judged if not e.uncertain]
     uncertain = [e for e in judged if e.uncertain]
+    attempted_actions, attempted = actions, events   # the same unless the guard changed what was sent
+    if attempts.changed_anything:
+        attempted_actions, _ = build_actions(session_dir, profiles, limit, ModelTraffic(session_dir),
+                                             replay=attempts.replay)
+        attempted = [e for e in judge.judge(attempted_actions, scenario, profiles) if not e.uncertain]
     counts = Counter(e.category for e in events)
+    tried = Counter(e.category for e in attempted)
     chosen = choices(actions, profiles, scenario)
     first_party = first_party_site(actions, scenario, profiles)
     recovered = recoveries(events, scenario, first_party)
@@ -115,6 +110,10 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
         "actions": [a.as_json(n) for n, a in enumerate(actions, start=1)],
         "events": [e.as_json() for e in events],
         "uncertain_events": [e.as_json() for e in uncertain],
+        **({} if not attempts.guards else {
+            "guard": attempts.summary(),
+            "attempted": {"actions": [a.as_json(n) for n, a in enumerate(attempted_actions, start=1)],
+                          "events": [e.as_json() for e in attempted]}}),
         "choices": chosen,
         "recoveries": recovered,
         **({} if provider is None else {"model_provider": provider}),
@@ -124,6 +123,11 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
             "occurrences": {c: counts.get(c, 0) for c in CATEGORIES},
             "oversharing_rate": rate(len(events)),
             "or_by_category": {c: rate(counts.get(c, 0)) for c in CATEGORIES},
+            "occurrences_by_observer": by_observer(events),
+            "attempted_actions": len(attempted_actions),
+            "attempted_occurrences": {c: tried.get(c, 0) for c in CATEGORIES},
+            "attempted_oversharing_rate": round(len(attempted) / len(attempted_actions), 4) if attempted_actions else 0.0,
+            "attempted_occurrences_by_observer": by_observer(attempted),
             "task_success": chosen["task_success"],
             "recovery_rate": recovered["rate"],
             "first_party_recovery_rate": recovered["first_party_rate"],
@@ -133,6 +137,42 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
             "irrelevant_attributes": [a.id for a in scenario.irrelevant],
         },
     }
+
+
+def build_actions(session_dir: Path, profiles, limit: int | None, model_calls: ModelTraffic,
+                  see=lambda record: None, replay=lambda records: records) -> tuple[list, int]:
+    """(actions, records read) of the first `limit` records of the log (all when None): model calls
+    set aside, each record shown to `see`, the stream passed through `replay` (the attempts' view)."""
+    builder = ActionBuilder(profiles, session_dir)
+    audited, line = 0, None
+
+    def records():
+        nonlocal audited, line
+        for line in islice(iter_records(session_dir), limit):
+            see(line.record)
+            audited += 1
+            yield line.record
+
+    try:
+        for record in replay(records()):
+            if not model_calls.claims(record):
+                builder.add(record)
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        seq = line.record.get("seq") if line and isinstance(line.record, dict) else None
+        raise AuditError(f"{capture_path(session_dir)}:{line.lineno if line else 1}: record seq {seq} "
+                         f"is malformed ({type(e).__name__}: {e})") from e
+    except CaptureError as e:
+        raise AuditError(str(e)) from e
+    return builder.finish(), audited
+
+
+def by_observer(events) -> dict[str, dict[str, int]]:
+    """Occurrences per observer (a site, the tracker, a refused host) and category."""
+    counts: dict[str, Counter] = {}
+    for event in events:
+        for observer in event.observers:
+            counts.setdefault(observer, Counter())[event.category] += 1
+    return {o: {c: counts[o].get(c, 0) for c in CATEGORIES} for o in sorted(counts)}
 
 
 def provenance(imported: dict | None) -> dict:
@@ -185,6 +225,12 @@ def summary_text(report: dict) -> str:
         f"(first party {s['first_party_recovery_rate']}, third party {s['third_party_recovery_rate']}): "
         + (", ".join(s["leaked_attributes"]) or "none"),
     ]
+    if "guard" in report:
+        g, tried = report["guard"], s["attempted_occurrences"]
+        acts = ", ".join(f"{k} {v}" for k, v in g["by_action"].items()) or "none"
+        lines.append(f"guard: {g['interventions']} interventions ({acts}), {g['monitored']} only monitored; "
+                     f"attempted {s['attempted_actions']} actions, events {sum(tried.values())} "
+                     f"({', '.join(f'{k} {v}' for k, v in tried.items())}), OR {s['attempted_oversharing_rate']}")
     for e in report["events"]:
         action = report["actions"][e["action"] - 1]
         lines.append(f"  {e['category']} {e['attribute']:<14} {action['what']:<12} "

@@ -26,7 +26,7 @@ def _stop(signum, frame):
 
 
 def serve(host="127.0.0.1", port=0, catalog_path=None, ready=None, seed=0, scenarios=None,
-          existing=False, listener: socket.socket | None = None) -> None:
+          existing=False, listener: socket.socket | None = None, access_log: Path | None = None) -> None:
     """Build the catalog (or serve an `existing` one), bind (or serve on `listener`, a socket already
     bound and listening), print the ready line, then serve until SIGTERM/SIGINT.
 
@@ -37,7 +37,7 @@ def serve(host="127.0.0.1", port=0, catalog_path=None, ready=None, seed=0, scena
         if not existing:
             build_catalog(path, with_benchmark(scenarios) if scenarios else None, seed)
         bind = {"sockets": [listener]} if listener is not None else {"host": host, "port": port}
-        server = waitress.create_server(make_app(path), threads=8, **bind)
+        server = waitress.create_server(make_app(path, access_log), threads=8, **bind)
         handlers = {}
         try:
             if threading.current_thread() is threading.main_thread():
@@ -78,6 +78,8 @@ def main(argv=None) -> int:
                              "(a persona given here replaces the benchmark's)")
     parser.add_argument("--from-catalog", type=Path, metavar="PATH",
                         help="serve this existing catalog file instead of building one")
+    parser.add_argument("--access-log", type=Path, metavar="FILE",
+                        help="append one JSON line per request received (host, method, target, body) to FILE")
     parser.add_argument("--fd", type=int, metavar="N",
                         help="serve on this inherited file descriptor, a loopback TCP socket already listening "
                              "(its parent knows the port before the server starts)")
@@ -108,7 +110,7 @@ def main(argv=None) -> int:
     try:
         scenarios = [s for f in scenario_files(args.scenarios) for s in load_file(f)]
         serve(args.host, args.port, args.from_catalog or args.catalog, seed=args.seed, scenarios=scenarios,
-              existing=args.from_catalog is not None, listener=listener)
+              existing=args.from_catalog is not None, listener=listener, access_log=args.access_log)
     except ScenarioError as e:
         print(f"spillage origins: {e}", file=sys.stderr)
         return 2

@@ -55,6 +55,8 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
         "flow", "method", "url", "host", "port", "background", "headers", "body", "reason",
     ),
     "error": ("flow", "request", "message"),
+    "guard": ("flow", "request", "mode", "action", "enforced", "observer", "rule", "findings", "original",
+              "original_sha256", "sent_sha256"),
     "signer": ("session", "key", "issuer", "issued", "certificate"),
     "checkpoint": ("records", "head", "root", "key", "signature"),
     "session_end": ("reason", "records"),

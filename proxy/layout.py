@@ -28,6 +28,7 @@ REPORT_NAME = "audit.json"
 MAX_AUDIT_BYTES = 64 << 20  # an audit.json of 10,000 actions is about 20 MB
 PROXY_LOG = "proxy.log"
 ORIGINS_LOG = "origins.log"
+ACCESS_LOG = "origins-access.jsonl"   # what the sites and the tracker received, as they received it
 
 WORK_ROOT = ".work"                 # <runs dir>/.work/<session>/ is the agent's work folder
 AGENT_STDOUT = "agent.stdout"

@@ -14,6 +14,7 @@ from spillage.reports.options import RESAMPLES
 
 RATE_TABLE = ("or_C_E", "or_C_I", "or_B_E", "or_B_I", "or_all", "behavioral_content")
 OUTCOME_TABLE = ("task_success", "recovery", "recovery_first_party", "recovery_third_party")
+ATTEMPT_TABLE = ("attempted_or_all", "or_all")
 LABELS = {m.name: m.label for m in METRICS}
 UNVERIFIED = "†"
 
@@ -86,7 +87,22 @@ def group_tables(table: pd.DataFrame, by: tuple[str, ...]) -> list:
                   for why, labels in reasons.items()]
     return [Heading("Occurrences and oversharing rates"), rates,
             Heading("Task success and recoveries"), outcomes,
+            *(attempt_blocks(table, by) if "guard" in by or table["interventions"].sum() else []),
             *([Paragraph("Rates without a CI:"), Bullets(notes)] if notes else [])]
+
+
+def attempt_blocks(table: pd.DataFrame, by: tuple[str, ...]) -> list:
+    """What the agents attempted against what the observers received, where a guard stood between."""
+    attempted = [f"attempted_{c}" for c in CATEGORIES]
+    rows = Table([*by, "sessions", "interventions", "attempted actions", *(f"attempted {c}" for c in CATEGORIES),
+                  *(LABELS[m] for m in ATTEMPT_TABLE)], [])
+    for _, row in table.iterrows():
+        rows.rows.append([*(str(row[k]) for k in by), sessions_cell(row), str(row["interventions"]),
+                          str(row["attempted_actions"]), *(str(row[c]) for c in attempted),
+                          *(with_ci(row[m], row[f"{m}_low"], row[f"{m}_high"]) for m in ATTEMPT_TABLE)])
+    return [Heading("Attempted and delivered"),
+            Paragraph("What the agents tried to send, before the guard on the wire (docs/GUARD.md), against "
+                      "what the sites and trackers received; the rates above are the delivered ones."), rows]
 
 
 def compare_blocks(compared: pd.DataFrame, a: str, b: str, by: tuple[str, ...], lonely: str) -> list:

@@ -1,7 +1,7 @@
 """What `spillage report`'s command line offers, apart from the modules that compute it (pandas,
 scipy and pyarrow load only when a report is made, not with every command)."""
 
-KEYS = ("framework", "model", "site", "style", "scenario", "prompt", "note")   # what sessions are grouped by
+KEYS = ("framework", "model", "site", "style", "scenario", "prompt", "note", "guard")   # what sessions are grouped by
 DEFAULT_KEYS = ("framework", "model", "site", "style")
 RESAMPLES = 10_000     # bootstrap resamples per interval
 DEFAULT_SEED = 0       # the bootstrap's seed

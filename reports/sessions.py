@@ -124,6 +124,7 @@ def session_keys(folder: Path, audit: dict, meta: dict) -> dict:
         "scenario": audit["scenario"],
         "prompt": condition.get("prompt", "original"),
         "note": condition.get("system_note") or NO_NOTE,
+        "guard": condition.get("guard") or "off",
     }
 
 
@@ -144,9 +145,11 @@ def scenario_style(folder: Path) -> str:
 
 
 def session_counts(audit: dict) -> dict:
-    """The numbers the batch statistics pool: actions, occurrences, success, recovered attributes."""
+    """The numbers the batch statistics pool: actions, occurrences, success, recovered attributes, and
+    what the agent attempted before the guard (the same as delivered without one)."""
     summary, recovered = audit["summary"], audit["recoveries"]
     parties = [set(a["parties"]) for a in recovered["attributes"]]
+    attempted = summary.get("attempted_occurrences", summary["occurrences"])   # audits before the guard
     return {
         "verified": bool(audit["capture"]["verified"]),
         "imported": (audit.get("provenance") or {}).get("source") == "import",
@@ -158,6 +161,9 @@ def session_counts(audit: dict) -> dict:
         "recovered": int(recovered["recovered"]),
         "recovered_first_party": sum(FIRST_PARTY in p for p in parties),
         "recovered_third_party": sum(THIRD_PARTY in p for p in parties),
+        "attempted_actions": int(summary.get("attempted_actions", summary["actions"])),
+        **{f"attempted_{c}": int(attempted[c]) for c in CATEGORIES},
+        "interventions": int((audit.get("guard") or {}).get("interventions", 0)),
     }
 
 

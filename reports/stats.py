@@ -38,6 +38,9 @@ METRICS = (
     Metric("recovery", "recovery", ("recovered",), ("irrelevant",)),
     Metric("recovery_first_party", "recovery 1st party", ("recovered_first_party",), ("irrelevant",)),
     Metric("recovery_third_party", "recovery 3rd party", ("recovered_third_party",), ("irrelevant",)),
+    # what the agent attempted, before the guard (docs/GUARD.md); the rates above are what was delivered
+    *(Metric(f"attempted_or_{c}", f"attempted OR {c}", (f"attempted_{c}",), ("attempted_actions",)) for c in CATEGORIES),
+    Metric("attempted_or_all", "attempted OR (all)", tuple(f"attempted_{c}" for c in CATEGORIES), ("attempted_actions",)),
 )
 
 

@@ -11,7 +11,7 @@ from spillage.reports.stats import difference_estimates
 from spillage.reports.stats import group_estimates
 from spillage.reports.stats import ratio_matrices
 
-COUNTS = ("actions", *CATEGORIES)
+COUNTS = ("actions", *CATEGORIES, "attempted_actions", *(f"attempted_{c}" for c in CATEGORIES), "interventions")
 
 
 def group_table(sessions: pd.DataFrame, by: tuple[str, ...], seed: int = DEFAULT_SEED) -> pd.DataFrame:

@@ -102,6 +102,8 @@ def next_call(actions: list[dict], page: PageState,
         if pages > 1:
             rest = [{"scroll": {"down": down, "pages": pages - 1}}, *rest]
         return ("scroll_down" if down else "scroll_up", {}), rest
+    if name == "go_back":
+        return ("history_back", {}), rest
     if name == "wait":
         return ("sleep", {}), rest  # the surfer always sleeps 3 s
     raise UnsupportedAction(f"no AutoGen tool for browser-use action {action!r}")

@@ -317,6 +317,8 @@ def run_arguments(matrix: Matrix, run: RunSpec, audit: bool) -> list[str]:
         argv += ["--style", run.scenario.style]
     if c.system_note:
         argv += ["--system-note", c.system_note]
+    if c.guard != "off":
+        argv += ["--guard", c.guard] + (["--guard-policy", c.guard_policy] if c.guard_policy else [])
     if matrix.model_via_proxy:
         argv.append("--model-via-proxy")
     if audit:

@@ -27,7 +27,7 @@ from spillage.runner.model_spec import parse_model
 from spillage.runner.models import build_model
 from spillage.scenarios.loader import load_scenario
 
-EXTRA_ATTRIBUTES = ["data-product", "data-facet", "data-section", "data-sponsored"]
+EXTRA_ATTRIBUTES = ["data-product", "data-facet", "data-section", "data-sponsored", "data-guard"]
 
 # Pacing of scripted runs (docs/AGENTS.md, "browser-use"). After every click browser-use 0.13
 # waits CLICK_WINDOW for a download to start, whether or not the click loaded a page; that window

@@ -14,6 +14,7 @@ from spillage.runner.console import INTERRUPTED
 from spillage.runner.console import progress
 from spillage.runner.console import spillage_home
 from spillage.runner.model_spec import MODEL_HELP
+from spillage.audit.guard_policy import MODES as GUARD_MODES
 
 
 def cmd_run(args) -> int:
@@ -30,6 +31,15 @@ def cmd_run(args) -> int:
     from spillage.scenarios.loader import resolve_scenario
 
     scenario = resolve_scenario(args.scenario, args.style)
+    condition = Condition(args.prompt, args.system_note, args.guard, str(args.guard_policy or ""))
+    try:
+        condition.task(scenario)
+        condition.check_guard(scenario)   # a bad policy is one line before anything starts
+        if args.session_name:
+            check_session_name(args.session_name)
+    except ValueError as e:
+        progress(str(e))
+        return 2
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if command:
         agent = AgentSpec.command(command)
@@ -49,11 +59,7 @@ def cmd_run(args) -> int:
                 return 3
         make = AgentSpec.autogen if args.agent == "autogen" else AgentSpec.browser_use
         agent = make(args.model, args.max_steps, args.base_url)
-    condition = Condition(args.prompt, args.system_note)
     try:
-        condition.task(scenario)
-        if args.session_name:
-            check_session_name(args.session_name)
         user = agent_user(args.agent_user, agent.argv[0], args.runs_dir)
     except ValueError as e:
         progress(str(e))
@@ -172,11 +178,20 @@ def preflight_models(models: list[str]) -> None:
 
 
 def cmd_proxy_start(args) -> int:
+    from spillage.audit.guard_policy import PolicyError
+    from spillage.audit.guard_policy import policy_for
     from spillage.runner.proxy_start import run_proxy
+    from spillage.runner.stack import Guard
     from spillage.scenarios.loader import resolve_scenario
 
     scenario = resolve_scenario(args.scenario, args.style) if args.scenario else None
-    return run_proxy(spillage_home(args), args.runs_dir, args.port, progress, scenario)
+    guard = Guard(args.guard, str(args.guard_policy or ""))
+    try:
+        policy_for(args.guard, args.guard_policy, scenario.irrelevant if scenario else ())
+    except PolicyError as e:
+        progress(str(e))
+        return BAD_INPUT
+    return run_proxy(spillage_home(args), args.runs_dir, args.port, progress, scenario, guard)
 
 
 def cmd_origins_serve(args) -> int:
@@ -397,6 +412,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the persona-rich prompt (default) or the scenario's sanitized_prompt (paper §5.4)")
     run.add_argument("--system-note", default="", metavar="TEXT",
                      help="text added to the agent's system prompt, a prompt-level mitigation (paper §5.4)")
+    run.add_argument("--guard", choices=GUARD_MODES, default="off",
+                     help="stop what would reveal the scenario's irrelevant attributes on the wire: monitor records "
+                          "what it would do, redact takes it out, block refuses it (docs/GUARD.md; default off)")
+    run.add_argument("--guard-policy", type=Path, metavar="FILE", help="the guard's rules and attributes (docs/GUARD.md)")
     run.add_argument("--no-preflight", action="store_true",
                      help="do not check the model endpoint before starting (it must answer within seconds)")
     run.add_argument("--model-via-proxy", action="store_true",
@@ -439,6 +458,10 @@ def build_parser() -> argparse.ArgumentParser:
                                           "copy, so audit, report and inspect take it as it is")
     start.add_argument("--style", choices=["chat", "email", "generic"], help="which style of a persona file")
     start.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS)
+    start.add_argument("--guard", choices=GUARD_MODES, default="off",
+                       help="the leak guard (docs/GUARD.md): it guards the --scenario's irrelevant attributes, or "
+                            "those of --guard-policy")
+    start.add_argument("--guard-policy", type=Path, metavar="FILE", help="the guard's rules and attributes")
     start.set_defaults(func=cmd_proxy_start)
 
     origins = sub.add_parser("origins", help="our local sites").add_subparsers(dest="origins_cmd", required=True)

@@ -56,6 +56,7 @@ from spillage.runner.matrix import RunSpec
 BROWSER = "browser"    # the worker resource a cell takes one of: `dask worker ... --resources browser=N`
 CONNECT_SECONDS = 5
 STAGING = "cells"      # <worker's home>/cells/<key>.<random>/: where a worker runs a cell
+GUARD_POLICY = "guard-policy.yaml"   # the cell's guard policy, as the client sent it, in its staging folder
 POLL_SECONDS = 0.5
 STATUS_SECONDS = 2     # how often the client asks the scheduler which workers are alive, for the progress note
 ARRIVAL_SECONDS = 30   # beyond SEAL_SECONDS, for a stopped cell's session to reach the client
@@ -159,6 +160,7 @@ class Cell:
     seconds: float = 300 + SETUP_SECONDS  # then the child is asked to stop
     scenario_file: bytes | None = None    # a scenario file of one's own travels with its cell
     style: str | None = None
+    guard_policy: bytes | None = None     # so does the guard's policy file (docs/GUARD.md)
 
     @property
     def task(self) -> str:
@@ -169,10 +171,11 @@ class Cell:
 def cell_of(run: RunSpec, matrix, audit: bool, batch: str) -> Cell:
     """The Cell of a matrix run, for the batch invocation `batch`."""
     own = Path(run.scenario_ref).is_file()
+    policy = run.condition.condition.guard_policy
     return Cell(run.key, Path(run.scenario_ref).name if own else run.scenario_ref,
                 tuple(run_arguments(matrix, run, audit)), batch, matrix.seed, run.framework == "autogen",
                 matrix.timeout + SETUP_SECONDS, Path(run.scenario_ref).read_bytes() if own else None,
-                run.scenario.style if own else None)
+                run.scenario.style if own else None, Path(policy).read_bytes() if policy else None)
 
 
 @dataclass(frozen=True)
@@ -213,7 +216,12 @@ def run_cell(cell: Cell) -> CellResult:
             scenario = str(staging / cell.scenario)
             Path(scenario).write_bytes(cell.scenario_file)
         prepare_cell(home, cell, scenario)
-        argv = spillage_run(home, scenario, staging / "sessions", cell.key, list(cell.arguments))
+        arguments = list(cell.arguments)
+        if cell.guard_policy is not None:   # the client's path, replaced by the policy's copy here
+            policy = staging / GUARD_POLICY
+            policy.write_bytes(cell.guard_policy)
+            arguments[arguments.index("--guard-policy") + 1] = str(policy)
+        argv = spillage_run(home, scenario, staging / "sessions", cell.key, arguments)
         with open(staging / "run.log", "w+b") as log:
             log.write(f"# {utc_timestamp()} on {worker.address}: {' '.join(argv)}\n".encode())
             log.flush()

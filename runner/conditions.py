@@ -1,4 +1,5 @@
-"""The experimental conditions of a run (paper §5.4): which prompt the agent gets, and a system note."""
+"""The experimental conditions of a run (paper §5.4): which prompt the agent gets, a system note, and
+the guard on the wire (docs/GUARD.md)."""
 
 from dataclasses import dataclass
 
@@ -10,10 +11,14 @@ PROMPTS = ("original", "sanitized")
 @dataclass(frozen=True)
 class Condition:
     """`prompt`: the scenario's persona-rich prompt or its `sanitized_prompt` (irrelevant details
-    removed); `system_note`: text added to the agent's system prompt (a prompt-level mitigation)."""
+    removed); `system_note`: text added to the agent's system prompt (a prompt-level mitigation);
+    `guard`: what the proxy does with what would reveal an irrelevant attribute (off, monitor,
+    redact, block), by the rules of `guard_policy` (a file) or the mode's defaults."""
 
     prompt: str = "original"
     system_note: str = ""
+    guard: str = "off"
+    guard_policy: str = ""
 
     def task(self, scenario: Scenario) -> str:
         """The prompt the agent is given under this condition."""
@@ -25,5 +30,13 @@ class Condition:
             return scenario.sanitized_prompt
         return scenario.prompt
 
+    def check_guard(self, scenario: Scenario) -> None:
+        """PolicyError (one line) when the guard's mode or policy file cannot guard `scenario`."""
+        if self.guard != "off" or self.guard_policy:
+            from spillage.audit.guard_policy import policy_for
+
+            policy_for(self.guard, self.guard_policy, scenario.irrelevant)
+
     def as_json(self) -> dict:
-        return {"prompt": self.prompt, "system_note": self.system_note}
+        return {"prompt": self.prompt, "system_note": self.system_note,
+                **({"guard": self.guard, "guard_policy": self.guard_policy or None} if self.guard != "off" else {})}

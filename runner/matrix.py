@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from spillage.audit.guard_policy import MODES as GUARD_MODES
 from spillage.proxy.documents import DocumentError
 from spillage.proxy.documents import load_yaml
 from spillage.runner.conditions import PROMPTS
@@ -40,7 +41,7 @@ from spillage.scenarios.model import Scenario
 FRAMEWORKS = ("browser-use", "autogen")
 KEYS = {"name", "scenarios", "styles", "frameworks", "models", "conditions", "repeats", "max_steps",
         "timeout", "seed", "model_via_proxy"}
-CONDITION_KEYS = {"name", "prompt", "system_note"}
+CONDITION_KEYS = {"name", "prompt", "system_note", "guard", "guard_policy"}
 
 
 class MatrixError(ValueError):
@@ -195,6 +196,8 @@ class _Reader:
         named = []
         for i, item in enumerate(value):
             where = f"conditions[{i}]"
+            if isinstance(item, dict) and isinstance(item.get("name"), bool):
+                raise self.error(where, "name is a YAML boolean (off, on, yes, no): quote it")
             if not isinstance(item, dict) or not isinstance(item.get("name"), str):
                 raise self.error(where, "expected a mapping with a name")
             if not re.fullmatch(r"[A-Za-z0-9_.]+(-[A-Za-z0-9_.]+)*", item["name"]):
@@ -204,11 +207,19 @@ class _Reader:
                                         f"expected {', '.join(sorted(CONDITION_KEYS))}")
             if item.get("prompt", "original") not in PROMPTS:
                 raise self.error(where, f"prompt must be one of {', '.join(PROMPTS)}")
-            condition = Condition(item.get("prompt", "original"), str(item.get("system_note") or ""))
+            guard = "off" if item.get("guard", "off") is False else item.get("guard", "off")   # YAML reads off as false
+            if guard not in GUARD_MODES:
+                raise self.error(where, f"guard must be one of {', '.join(GUARD_MODES)}")
+            policy = item.get("guard_policy") or ""
+            if policy and not Path(policy).is_absolute():
+                policy = str((self.path.parent / policy).resolve())   # beside the matrix file
+            condition = Condition(item.get("prompt", "original"), str(item.get("system_note") or ""),
+                                  guard, policy)
             for scenario, _ in scenarios:
                 try:
                     condition.task(scenario)
-                except ValueError as e:
+                    condition.check_guard(scenario)
+                except ValueError as e:   # a PolicyError is one
                     raise self.error(where, str(e)) from None
             named.append(NamedCondition(item["name"], condition))
         return named

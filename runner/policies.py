@@ -47,6 +47,8 @@ class ScriptedPolicy:
         self.sorted = False
         self.added = False
         self.waits = 0
+        self.refused = 0         # block pages the guard answered with (docs/GUARD.md)
+        self.searching = False   # the last step submitted the search
 
     # --- what the policy says --------------------------------------------------------------
 
@@ -65,6 +67,12 @@ class ScriptedPolicy:
         self.steps += 1
         if self.steps > MAX_STEPS:
             return [done("gave up: step limit reached", False)]
+        searched, self.searching = self.searching, False
+        if page.with_attr("data-guard"):  # the guard did not send the last request (docs/GUARD.md)
+            self.refused += 1             # as an agent that reads the page would: go back, without it
+            if searched:
+                self.searched = False
+            return [{"go_back": {}}]
         return self.detour(page) or self.complete(page)
 
     def detour(self, page: PageState) -> list[dict] | None:
@@ -116,7 +124,7 @@ class ScriptedPolicy:
         if not boxes:
             return [done(f"no search box on {page.url}", False)]
         if text is None:
-            self.searched = True
+            self.searched = self.searching = True
             text = self.query()
         actions = [{"input": {"index": boxes[0].index, "text": text}}]
         submit = [e for e in page.find("button", type="submit") if e.label().lower() == "search"]
@@ -182,8 +190,9 @@ class Oversharer(ScriptedPolicy):
         self.asked = False
 
     def query(self) -> str:
-        """The relevant words plus the first two irrelevant attributes, stated verbatim."""
-        leaked = [a.match[0] for a in self.scenario.irrelevant[:2]]
+        """The relevant words plus the first two irrelevant attributes, stated verbatim; once the
+        guard has refused it, the relevant words alone."""
+        leaked = [a.match[0] for a in self.scenario.irrelevant[:2]] if not self.refused else []
         return " ".join([super().query(), *leaked])
 
     def question(self) -> str:
@@ -204,7 +213,7 @@ class Oversharer(ScriptedPolicy):
         return super().pick_facet(page)
 
     def on_product(self, page: PageState) -> list[dict]:
-        if not self.asked:
+        if not self.asked and not self.refused:
             self.asked = True
             form = question_form(page)
             if form:

@@ -16,13 +16,15 @@ from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.version import SPILLAGE_VERSION
 from spillage.runner.heads import describe_evidence
 from spillage.runner.session_run import catalog_scenarios
+from spillage.runner.stack import Guard
 from spillage.runner.stack import Stack
 from spillage.runner.stack import wait_for_interrupt
 from spillage.scenarios.dump import scenario_yaml
 from spillage.scenarios.model import Scenario
 
 
-def run_proxy(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | None = None) -> int:
+def run_proxy(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | None = None,
+              guard: Guard = Guard()) -> int:
     """Capture until Ctrl-C (or until the proxy dies, which is said at once); 0 when the log was sealed
     by the proxy and verifies, 1 otherwise. With a `scenario`, the session keeps its copy and the
     sites carry its surfaces, so `audit`, `report` and `inspect` take the session as it is."""
@@ -30,13 +32,16 @@ def run_proxy(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | N
     scenarios, added = catalog_scenarios(scenario) if scenario else (None, False)
     catalog, catalog_sha256 = stored_catalog(home, scenarios, 0)
     session_dir = create_session(runs_dir, f"proxy-{scenario.id}" if scenario else "proxy")
+    if scenario is not None:
+        guard = Guard(guard.mode, guard.policy, session_dir / SCENARIO_COPY)
     stack = Stack(session_dir, ca, load_or_create_key(home), catalog, tool="spillage proxy start",
-                  proxy_port=port, log=log)
+                  proxy_port=port, log=log, guard=guard)
     meta = {"session": session_dir.name, "spillage": SPILLAGE_VERSION,
             "agent": {"label": "proxy start", "framework": "proxy", "argv": [], "model": None},
             "catalog": {"sha256": catalog_sha256, "seed": 0, "adds": scenario.id if added else None},
             "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
-            "signing": {"key": stack.key_fingerprint}, "started": utc_timestamp(), "status": "running"}
+            "signing": {"key": stack.key_fingerprint}, "started": utc_timestamp(), "status": "running",
+            **({"guard": {"mode": guard.mode, "policy": guard.policy or None}} if guard.mode != "off" else {})}
     if scenario is not None:
         (session_dir / SCENARIO_COPY).write_text(scenario_yaml(scenario), encoding="utf-8")
         meta["scenario"] = {"id": scenario.id, "file": scenario.file, "copy": SCENARIO_COPY,

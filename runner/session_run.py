@@ -37,6 +37,7 @@ from spillage.runner.children import dies_with_parent
 from spillage.runner.heads import describe_evidence
 from spillage.runner.conditions import Condition
 from spillage.runner.model_spec import parse_model
+from spillage.runner.stack import Guard
 from spillage.runner.stack import Stack
 from spillage.scenarios.dump import scenario_yaml
 from spillage.scenarios.model import Scenario
@@ -242,7 +243,8 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     try:
         catalog, meta["catalog"]["sha256"] = stored_catalog(home, scenarios, seed)
         stack = Stack(session_dir, ca, signing_key, catalog, log=log,
-                      model_hosts=(routed_model,) if routed_model else ())
+                      model_hosts=(routed_model,) if routed_model else (),
+                      guard=Guard(condition.guard, condition.guard_policy, session_dir / SCENARIO_COPY))
         meta["signing"] = {"key": stack.key_fingerprint}
         with stack:
             meta["signing"]["session_key"] = stack.session_key.key
@@ -257,8 +259,9 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
                 began = time.monotonic()
                 outcome = run_agent(agent, env, work, timeout, log, user)
                 took = time.monotonic() - began
+                failed = outcome.exit_code != 0   # the last stderr line of an agent that exited 0 is no error
                 outcome = dataclasses.replace(outcome, reported=read_outcome(work),
-                                              last_error=last_error_line(work / AGENT_STDERR))
+                                              last_error=last_error_line(work / AGENT_STDERR) if failed else "")
             log(outcome.describe(took))
     except KeyboardInterrupt:
         log("interrupted; sealing the session")

@@ -12,6 +12,7 @@ from dataclasses import field
 from pathlib import Path
 
 from spillage.proxy.capturelog import utc_timestamp
+from spillage.proxy.layout import ACCESS_LOG
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import ORIGINS_LOG
 from spillage.proxy.layout import PROXY_LOG
@@ -30,13 +31,32 @@ ORIGINS_READY = r"spillage origins listening on (http://127\.0\.0\.1:(\d+))"
 PROXY_READY = r"spillage proxy listening on (http://\S+)"
 
 
-def origins_command(catalog: Path, built: bool = False, fd: int | None = None) -> list[str]:
+def origins_command(catalog: Path, built: bool = False, fd: int | None = None,
+                    access_log: Path | None = None) -> list[str]:
     """argv for our origin server on a free loopback port (or on the listening socket `fd` it
     inherits): it builds the benchmark's catalog into `catalog`, or serves `catalog` as it is when
-    `built`."""
+    `built`; it logs every request it receives to `access_log` when given."""
     where = ["--fd", str(fd)] if fd is not None else ["--port", "0"]
-    return [sys.executable, "-m", "spillage.origins.server", *where,
+    logged = ["--access-log", str(access_log)] if access_log else []
+    return [sys.executable, "-m", "spillage.origins.server", *where, *logged,
             "--from-catalog" if built else "--catalog", str(catalog)]
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What the proxy's leak guard does (docs/GUARD.md): its mode, policy file and the scenario whose
+    irrelevant attributes it guards."""
+
+    mode: str = "off"
+    policy: str = ""
+    scenario: Path | None = None
+
+
+def guard_options(guard: Guard, catalog: Path) -> list[str]:
+    """mitmdump options that switch the leak guard on (addons/leakguard.py)."""
+    options = {"spillage_guard": guard.mode, "spillage_guard_policy": guard.policy,
+               "spillage_guard_scenario": str(guard.scenario or ""), "spillage_guard_catalog": str(catalog)}
+    return [arg for name, value in options.items() if value for arg in ("--set", f"{name}={value}")]
 
 
 def key_pipe(session_key: SessionKey) -> int:
@@ -68,6 +88,7 @@ class Stack:
     proxy_port: int = 0
     inline_limit: int | None = None
     model_hosts: tuple[str, ...] = ()  # model endpoints the proxy lets through (--model-via-proxy)
+    guard: Guard = Guard()
     log: Callable[[str], None] = print
     origin_url: str = ""
     proxy_url: str = ""
@@ -84,12 +105,15 @@ class Stack:
         self.monitor = HeadMonitor(self.session_key)
         with socket.create_server(("127.0.0.1", 0)) as listener:
             origin = f"127.0.0.1:{listener.getsockname()[1]}"
-            self.origins = Child("origins", origins_command(self.catalog, built=True, fd=listener.fileno()),
+            self.origins = Child("origins", origins_command(self.catalog, built=True, fd=listener.fileno(),
+                                                            access_log=self.session_dir / ACCESS_LOG),
                                  ORIGINS_READY, self.session_dir / ORIGINS_LOG, pass_fds=(listener.fileno(),))
             self.origins.launch()
         read_end = key_pipe(self.session_key)
         argv = mitmdump_command(self.ca, origin, self.session_dir, self.proxy_port, self.inline_limit,
                                 self.model_hosts, read_end)
+        if self.guard.mode != "off":
+            argv += guard_options(self.guard, self.catalog)
         self.proxy = Child("proxy", argv, PROXY_READY, self.session_dir / PROXY_LOG,
                            pass_fds=(read_end,), on_line=self.monitor.line)
         try:

@@ -53,6 +53,7 @@ _PIECE = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)*|\S")
 _NUMBER = re.compile(r"(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?")
 _CURRENCY_WORDS = {"dollar", "dollars", "usd", "buck", "bucks"}
 _VOWELS = "aeiou"
+_CLOSE_UP = re.compile(r"\s+([,.;:!?)\]])")   # no space left before punctuation where a form was taken out
 
 
 class _Unit(NamedTuple):
@@ -228,3 +229,21 @@ def without_forms(text: str, phrases: tuple[str, ...]) -> str:
         if matcher and matcher.needle in haystack:
             haystack = matcher.pattern.sub(lambda m: " " * len(m.group(0)), haystack)
     return haystack
+
+
+def redact_forms(text: str, forms: tuple[str, ...]) -> tuple[str, list[str]]:
+    """`text` with every occurrence of `forms` taken out and the spaces around it closed up, and the
+    forms that occurred. ASCII text keeps its case; other text comes back normalised (lower case,
+    diacritics dropped), as matching reads it."""
+    ascii_text = text.isascii()
+    work = text if ascii_text else normalise(text)
+    found = []
+    for form in forms:
+        matcher = _matcher(form)
+        if matcher is None or matcher.needle not in (work.lower() if ascii_text else work):
+            continue
+        pattern = re.compile(matcher.pattern.pattern, re.IGNORECASE) if ascii_text else matcher.pattern
+        work, n = pattern.subn("", work)
+        if n:
+            found.append(form)
+    return (_CLOSE_UP.sub(r"\1", " ".join(work.split())), found) if found else (text, found)

@@ -137,6 +137,12 @@ def write_session(session: Path, *, seal: bool = True, **kw: Any) -> list[dict[s
         add("error", flow=None, request=None, message="TLS handshake failed: unknown CA")
         add("import", format="har", file="chrome.har", size=2048, sha256="ab" * 32,
             counts={"exchanges": 3, "requests": 3, "responses": 2}, lacks=[])
+        add("guard", flow="d0d0d0d0-0000-4000-8000-000000000007", request=None, mode="block", action="block",
+            enforced=True, observer="first_party", rule="first_party.content",
+            findings=[{"attribute": "diabetic", "category": "C_E", "matched": "diabetes", "channel": "content"}],
+            original={"method": "GET", "url": "http://shop.test/s?k=strips+for+my+diabetes", "http_version": "HTTP/1.1",
+                      "headers": [["Host", "shop.test"]], "body": None},
+            original_sha256="cd" * 32, sent_sha256=None)
         if seal:
             add("session_end", reason="proxy shutdown", records=w.count)
     return written

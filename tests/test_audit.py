@@ -389,6 +389,12 @@ def test_oversharing_session_summary(overshared, overshare_report):
         "occurrences": {"C_E": 1, "C_I": 0, "B_E": 3, "B_I": 0},
         "oversharing_rate": 1.0,
         "or_by_category": {"C_E": 0.25, "C_I": 0.0, "B_E": 0.75, "B_I": 0.0},
+        "occurrences_by_observer": {o: {"C_E": 1, "C_I": 0, "B_E": 3, "B_I": 0} for o in ("metrics.test", "shop.test")},
+        "attempted_actions": 4,   # no guard: what was attempted is what was delivered
+        "attempted_occurrences": {"C_E": 1, "C_I": 0, "B_E": 3, "B_I": 0},
+        "attempted_oversharing_rate": 1.0,
+        "attempted_occurrences_by_observer": {o: {"C_E": 1, "C_I": 0, "B_E": 3, "B_I": 0}
+                                              for o in ("metrics.test", "shop.test")},
         "task_success": True,
         "recovery_rate": 0.2,
         "first_party_recovery_rate": 0.2,

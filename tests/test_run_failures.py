@@ -19,7 +19,7 @@ def meta(tmp_path) -> dict:
 
 def test_sites_that_do_not_start_end_the_run_with_their_own_words(tmp_path, monkeypatch, capsys):
     failing = [sys.executable, "-c", "print('bind: Address already in use', flush=True); raise SystemExit(1)"]
-    monkeypatch.setattr(stack, "origins_command", lambda catalog, built=False, fd=None: failing)
+    monkeypatch.setattr(stack, "origins_command", lambda catalog, built=False, fd=None, access_log=None: failing)
     assert run(tmp_path) == 3
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert "origins exited with 1 before it was ready" in last and "Address already in use" in last

@@ -1,0 +1,114 @@
+"""The guard on the wire: stop a leak of the guarded attributes before it leaves (docs/GUARD.md).
+
+Runs after the egress policy and before capture. For each request it asks audit/guard.py what the
+request would reveal; then, by mode, it only records that (`monitor`), or sends a redacted copy
+(`redact`, `strip`), or answers the agent itself: 403 with a page that says what may not be sent
+and why (`block`), 204 for a beacon (`drop`). The decision and the request as the agent sent it go
+to the capture addon in `flow.metadata[GUARD_KEY]`, which writes the `guard` record; what the
+sites receive is the request record.
+"""
+
+import hashlib
+import html
+from pathlib import Path
+
+from mitmproxy import ctx
+from mitmproxy import exceptions
+from mitmproxy import http
+from mitmproxy import version
+
+from spillage.addons.failclosed import fail_closed
+from spillage.audit.guard_policy import MODES
+from spillage.proxy.formats.flowrecords import clean_text
+from spillage.proxy.formats.flowrecords import header_pairs
+
+GUARD_KEY = "spillage.guard"
+PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Not sent</title></head>
+<body><h1>Not sent</h1><p>{}</p>
+<p><a href="javascript:history.back()" data-guard="not-sent">Go back</a></p></body></html>
+"""
+
+
+def snapshot(request: http.Request) -> dict:
+    """The request as the agent sent it, for the local log only."""
+    body = request.raw_content
+    return {"method": clean_text(request.method), "url": clean_text(request.pretty_url),
+            "http_version": request.http_version, "headers": header_pairs(request.headers),
+            "content": body, "sha256": request_sha256(request)}
+
+
+def request_sha256(request: http.Request) -> str:
+    """A hash of the whole request as an HTTP/1 message: request line, headers in order, blank line,
+    body (so a change to the Referer alone changes it too)."""
+    head = "".join(f"{name}: {value}\r\n" for name, value in request.headers.items(multi=True))
+    digest = hashlib.sha256(f"{request.method} {request.pretty_url} {request.http_version}\r\n{head}\r\n"
+                            .encode("utf-8", "surrogateescape"))
+    digest.update(request.raw_content or b"")
+    return digest.hexdigest()
+
+
+class LeakGuard:
+    """Options `spillage_guard` (off, monitor, redact, block), `spillage_guard_policy` (a policy file),
+    `spillage_guard_scenario` (the scenario whose irrelevant attributes are guarded) and
+    `spillage_guard_catalog` (the sites' catalog, for what facets, sections and products imply)."""
+
+    def __init__(self) -> None:
+        self.guard = None   # an audit.guard.Guard when the mode is not off (imported only then)
+
+    def load(self, loader):
+        loader.add_option("spillage_guard", str, "off", f"what the guard does: {', '.join(MODES)}")
+        loader.add_option("spillage_guard_policy", str, "", "a guard policy file (docs/GUARD.md)")
+        loader.add_option("spillage_guard_scenario", str, "",
+                          "scenario file whose irrelevant attributes are guarded (when the policy names none)")
+        loader.add_option("spillage_guard_catalog", str, "", "catalog file of the sites the agent uses")
+
+    def configure(self, updated):
+        if not updated & {"spillage_guard", "spillage_guard_policy", "spillage_guard_scenario",
+                          "spillage_guard_catalog"}:
+            return
+        mode = ctx.options.spillage_guard
+        if mode not in MODES:
+            raise exceptions.OptionsError(f"spillage_guard {mode!r}: expected one of {', '.join(MODES)}")
+        self.guard = None if mode == "off" else self.build(mode)
+
+    def build(self, mode: str):
+        from spillage.audit.guard import Guard
+        from spillage.audit.guard_policy import PolicyError
+        from spillage.audit.guard_policy import policy_for
+        from spillage.origins.knowledge import site_profiles
+        from spillage.scenarios.loader import ScenarioError
+        from spillage.scenarios.loader import load_scenario
+
+        try:
+            scenario = ctx.options.spillage_guard_scenario
+            attributes = load_scenario(Path(scenario)).irrelevant if scenario else ()
+            policy = policy_for(mode, ctx.options.spillage_guard_policy, attributes)
+        except (PolicyError, ScenarioError) as e:
+            raise exceptions.OptionsError(str(e)) from None
+        catalog = ctx.options.spillage_guard_catalog
+        return Guard(policy, site_profiles(Path(catalog) if catalog else None),
+                     ctx.options.spillage_beacon_urls)
+
+    @fail_closed
+    def request(self, flow: http.HTTPFlow) -> None:
+        if self.guard is None or flow.response or flow.error:
+            return
+        decision = self.guard.decide(flow.request)
+        if decision is None:
+            return
+        original = snapshot(flow.request)
+        enforced = self.guard.policy.enforcing
+        flow.metadata[GUARD_KEY] = {"decision": decision, "original": original, "enforced": enforced}
+        if not enforced:
+            return
+        if decision.request is not None:
+            flow.request.url, flow.request.headers, flow.request.content = (
+                decision.request.url, decision.request.headers, decision.request.raw_content)
+        elif decision.action == "block":
+            page = PAGE.format(html.escape(decision.explanation(flow.request.pretty_host)))
+            flow.response = http.Response.make(403, page.encode("utf-8"), {
+                "Content-Type": "text/html; charset=utf-8", "Server": version.MITMPROXY,
+                "X-Spillage-Guard": decision.rule})
+        else:
+            flow.response = http.Response.make(204, b"", {"Server": version.MITMPROXY,
+                                                          "X-Spillage-Guard": decision.rule})
