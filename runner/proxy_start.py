@@ -18,16 +18,23 @@ from spillage.runner.heads import describe_evidence
 from spillage.runner.session_run import catalog_scenarios
 from spillage.runner.stack import Guard
 from spillage.runner.stack import Stack
-from spillage.runner.stack import wait_for_interrupt
+from spillage.runner.stack import Interrupts
 from spillage.scenarios.dump import scenario_yaml
 from spillage.scenarios.model import Scenario
 
 
 def run_proxy(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | None = None,
               guard: Guard = Guard()) -> int:
-    """Capture until Ctrl-C (or until the proxy dies, which is said at once); 0 when the log was sealed
-    by the proxy and verifies, 1 otherwise. With a `scenario`, the session keeps its copy and the
-    sites carry its surfaces, so `audit`, `report` and `inspect` take the session as it is."""
+    """Capture until Ctrl-C or SIGTERM (or until the proxy dies, which is said at once); 0 when the log
+    was sealed by the proxy and verifies, 1 otherwise. With a `scenario`, the session keeps its copy
+    and the sites carry its surfaces, so `audit`, `report` and `inspect` take the session as it is.
+    A Ctrl-C while the stack starts is kept: the stack stops as soon as it is up, and seals."""
+    with Interrupts() as interrupts:
+        return capture(home, runs_dir, port, log, scenario, guard, interrupts)
+
+
+def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | None, guard: Guard,
+            interrupts: Interrupts) -> int:
     ca = ensure_ca(home / "ca")
     scenarios, added = catalog_scenarios(scenario) if scenario else (None, False)
     catalog, catalog_sha256 = stored_catalog(home, scenarios, 0)
@@ -58,7 +65,7 @@ def run_proxy(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | N
               f"--ignore-certificate-errors-spki-list={ca.spki_pin} "
               '--user-data-dir="$(mktemp -d)"', flush=True)  # Chromium ignores the pin without it
         log("Ctrl-C stops the proxy and seals the capture log")
-        died = wait_for_interrupt(stack.proxy)
+        died = interrupts.wait(stack.proxy)
         if died is not None:
             log(f"the proxy (mitmdump) exited with {died}: capture has stopped; its output is in "
                 f"{session_dir / PROXY_LOG}: {stack.proxy.tail()}")

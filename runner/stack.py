@@ -137,21 +137,35 @@ class Stack:
                                  self.exits["proxy"], self.key_fingerprint, self.tool)
 
 
-def wait_for_interrupt(child: Child | None = None) -> int | None:
-    """Block until Ctrl-C or SIGTERM (also when started in the background, where SIGINT may be ignored),
-    or until `child` exits by itself; its exit code then, else None."""
+class Interrupts:
+    """Ctrl-C and SIGTERM from the moment this is entered (also when started in the background, where
+    SIGINT may be ignored): one that comes while the stack starts is kept, not lost, and `wait` then
+    returns at once; one that comes while waiting ends the wait."""
 
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
+    def __enter__(self) -> "Interrupts":
+        self.requested, self.waiting = False, False
+        self.previous = {sig: signal.signal(sig, self.interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+        return self
 
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        while True:
-            time.sleep(0.2)
-            if child is not None and child.exited() is not None:
-                return child.exited()
-    except KeyboardInterrupt:
-        return None
-    finally:
-        for sig, handler in previous.items():
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self.previous.items():
             signal.signal(sig, handler)
+
+    def interrupt(self, signum, frame) -> None:
+        self.requested = True
+        if self.waiting:
+            raise KeyboardInterrupt
+
+    def wait(self, child: Child | None = None) -> int | None:
+        """Block until an interrupt (None), or until `child` exits by itself (its exit code)."""
+        self.waiting = True
+        try:
+            while not self.requested:
+                time.sleep(0.2)
+                if child is not None and child.exited() is not None:
+                    return child.exited()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.waiting = False
+        return None

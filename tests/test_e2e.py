@@ -206,6 +206,20 @@ def test_verify_reports_a_deleted_record_in_a_real_session(workdir, oversharer, 
     assert refused.returncode == 1 and "fails verification" in refused.stderr
 
 
+def test_proxy_start_keeps_a_ctrl_c_that_comes_as_it_prints_its_lines(workdir):
+    """A script that stops the proxy the moment it prints where it listens (started in the background,
+    so SIGINT was ignored until ours took over) must not leave it running."""
+    proxy = subprocess.Popen([*SPILLAGE, "proxy", "start", "--port", "0"], cwd=workdir, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    for line in proxy.stdout:
+        if line.startswith("proxy "):
+            proxy.send_signal(signal.SIGINT)
+            break
+    proxy.stdout.read()
+    assert proxy.wait(30) == 0
+
+
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
 def test_proxy_start_captures_until_interrupted(workdir, stop):
     """Ctrl-C or SIGTERM (a service manager, `kill`) both stop it and seal the log; SIGINT even when the
