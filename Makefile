@@ -67,13 +67,22 @@ report-example: $(STAMP) chromium autogen
 	$(BIN)/spillage inspect $(REPORT_RUNS)/sessions/shop-kettle-chat--browser-use--scripted-oversharer--original--r1 \
 		> docs/report-example/inspect.txt
 
-bench: $(STAMP)
-	$(BIN)/python bench/bench_capturelog.py
+# Every row of docs/BENCHMARKS.md, each against its anchor measured in the same run (about an hour;
+# needs ab: apt-get install apache2-utils). The smoke matrix at --jobs 1 and 2 is `make bench-runs`.
+bench: $(STAMP) chromium autogen
+	$(BIN)/python bench/bench_startup.py
+	$(BIN)/python bench/bench_runs.py --skip-matrix --repeat 3
 	$(BIN)/python bench/bench_proxy.py
+	$(BIN)/python bench/bench_capturelog.py
+	$(BIN)/python bench/bench_capturelog.py --big-mb 600
+	$(BIN)/python bench/bench_scale.py --times 1 10
+	$(BIN)/python bench/bench_guard.py
+	$(BIN)/python bench/bench_audit.py
 	$(BIN)/python bench/bench_replay.py
 	$(BIN)/python bench/bench_origins.py
 	$(BIN)/python bench/bench_formats.py
 	$(BIN)/python bench/bench_report.py
+	$(BIN)/python bench/bench_cluster.py
 
 # Whole runs (one per framework, the smoke matrix at --jobs 1 and 2): about 15 minutes.
 bench-runs: $(STAMP) chromium autogen

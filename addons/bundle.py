@@ -1,17 +1,26 @@
-"""The mitmdump script: `mitmdump -s addons/bundle.py`.
+"""The mitmdump script: `mitmdump -s addons/bundle.py` (`addons/guarded.py` with the leak guard).
 
-Order matters: the egress policy refuses first, the leak guard then redacts or answers what would
-reveal a guarded attribute (docs/GUARD.md), capture records what is sent and what the guard did
-(before the resolver's rewrite), the resolver then routes `*.test` to the origin server, and the
-connection guard refuses any server connection that is not to the origin or a model endpoint,
-whatever asked for it.
+Order matters: the egress policy refuses first, the leak guard (when on) then redacts or answers
+what would reveal a guarded attribute (docs/GUARD.md), capture records what is sent and what the
+guard did (before the resolver's rewrite), the resolver then routes `*.test` to the origin server,
+and the connection guard refuses any server connection that is not to the origin or a model
+endpoint, whatever asked for it. Without a guard the leak guard is not loaded at all: mitmproxy
+asks every addon about every event, so each one costs on every request.
 """
 
 from spillage.addons.capture import Capture
 from spillage.addons.egress import EgressPolicy
 from spillage.addons.guard import ConnectionGuard
-from spillage.addons.leakguard import LeakGuard
 from spillage.addons.ready import Ready
 from spillage.addons.resolver import LoopbackResolver
 
-addons = [EgressPolicy(), LeakGuard(), Capture(), LoopbackResolver(), ConnectionGuard(), Ready()]
+
+def chain(guarded: bool) -> list:
+    """Our addons in their order; the leak guard between the egress policy and capture when `guarded`."""
+    from spillage.addons.leakguard import LeakGuard
+
+    return [EgressPolicy(), *([LeakGuard()] if guarded else []), Capture(), LoopbackResolver(), ConnectionGuard(),
+            Ready()]
+
+
+addons = chain(guarded=False)

@@ -16,7 +16,9 @@ from spillage.addons.failclosed import SEQ_KEY
 from spillage.addons.failclosed import fail_closed
 from spillage.addons.leakguard import GUARD_KEY
 from spillage.addons.leakguard import request_sha256
+from spillage.proxy.capturelog import CHECKPOINT_PREFIX
 from spillage.proxy.capturelog import DEFAULT_CHECKPOINT_EVERY
+from spillage.proxy.capturelog import SEALED_PREFIX
 from spillage.proxy.capturelog import DEFAULT_INLINE_LIMIT
 from spillage.proxy.capturelog import CaptureWriter
 from spillage.proxy.capturelog import canonical_json
@@ -31,8 +33,6 @@ from spillage.proxy.signing import SessionKey
 from spillage.proxy.version import SPILLAGE_VERSION
 
 #: What the proxy prints on stdout after each checkpoint, for the runner (runner/heads.py).
-CHECKPOINT_PREFIX = "spillage checkpoint "
-SEALED_PREFIX = "spillage sealed "
 
 logger = logging.getLogger(__name__)
 

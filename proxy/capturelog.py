@@ -41,6 +41,10 @@ MAX_INLINE_LIMIT = 4 << 20   # bodies above this go to blobs whatever the option
 MAX_LINE_BYTES = 64 << 20    # no record line (escaping grows text up to 6 times) ever reaches this
 DEFAULT_CHECKPOINT_EVERY = 256      # records between signed checkpoints ...
 DEFAULT_CHECKPOINT_INTERVAL = 1.0   # ... or seconds, whichever comes first
+# The lines the proxy prints for the runner, after each signed checkpoint and at the seal (the
+# head it reports over its output pipe, which the agent cannot write: runner/heads.py reads them).
+CHECKPOINT_PREFIX = "spillage checkpoint "
+SEALED_PREFIX = "spillage sealed "
 SCHEMA_PATH = Path(__file__).with_name("capture.schema.json")
 
 #: Fields the caller passes to `CaptureWriter.append`, per kind (the common ones are the writer's).

@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from spillage.addons.capture import CHECKPOINT_PREFIX
-from spillage.addons.capture import SEALED_PREFIX
+from spillage.proxy.capturelog import CHECKPOINT_PREFIX
+from spillage.proxy.capturelog import SEALED_PREFIX
 from spillage.proxy.capturelog import CaptureError
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import record_hash

@@ -14,7 +14,6 @@ import ssl
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from spillage.runner.policies import POLICIES
 
 MODEL_HELP = (
     "scripted:POLICY (no LLM; POLICY is minimal, oversharer, clicker or scroller), openai:NAME "
@@ -70,6 +69,8 @@ def parse_model(spec: str, base_url: str | None = None) -> ModelSpec:
     if not sep or not rest:
         raise ModelSpecError(f"model {spec!r}: expected PROVIDER:NAME, one of {MODEL_HELP}")
     if provider == "scripted":
+        from spillage.runner.policies import POLICIES   # the policies and their vocabulary: only for these
+
         if rest not in POLICIES:
             raise ModelSpecError(f"model {spec!r}: no scripted policy {rest!r}; have {', '.join(sorted(POLICIES))}")
         return ModelSpec("scripted", rest)

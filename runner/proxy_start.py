@@ -15,7 +15,6 @@ from spillage.proxy.mitm.ca import ensure_ca
 from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.version import SPILLAGE_VERSION
 from spillage.runner.heads import describe_evidence
-from spillage.runner.session_run import catalog_scenarios
 from spillage.runner.stack import Guard
 from spillage.runner.stack import Stack
 from spillage.runner.stack import Interrupts
@@ -36,7 +35,11 @@ def run_proxy(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | N
 def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | None, guard: Guard,
             interrupts: Interrupts) -> int:
     ca = ensure_ca(home / "ca")
-    scenarios, added = catalog_scenarios(scenario) if scenario else (None, False)
+    scenarios, added = None, False
+    if scenario is not None:
+        from spillage.runner.session_run import catalog_scenarios   # what a session needs: not imported otherwise
+
+        scenarios, added = catalog_scenarios(scenario)
     catalog, catalog_sha256 = stored_catalog(home, scenarios, 0)
     session_dir = create_session(runs_dir, f"proxy-{scenario.id}" if scenario else "proxy")
     if scenario is not None:

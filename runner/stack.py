@@ -110,9 +110,10 @@ class Stack:
                                  ORIGINS_READY, self.session_dir / ORIGINS_LOG, pass_fds=(listener.fileno(),))
             self.origins.launch()
         read_end = key_pipe(self.session_key)
+        guarded = self.guard.mode != "off"
         argv = mitmdump_command(self.ca, origin, self.session_dir, self.proxy_port, self.inline_limit,
-                                self.model_hosts, read_end)
-        if self.guard.mode != "off":
+                                self.model_hosts, read_end, guarded)
+        if guarded:
             argv += guard_options(self.guard, self.catalog)
         self.proxy = Child("proxy", argv, PROXY_READY, self.session_dir / PROXY_LOG,
                            pass_fds=(read_end,), on_line=self.monitor.line)

@@ -301,7 +301,12 @@ def test_evidence_is_private_while_written_and_read_only_once_sealed(tmp_path, k
 
 
 def test_the_keys_are_private(tmp_path):
+    from mitmproxy.options import CONF_BASENAME
+
+    from spillage.proxy.mitm import ca as ca_module
     from spillage.proxy.mitm.ca import ensure_ca
+
+    assert ca_module.CONF_BASENAME == CONF_BASENAME   # the names mitmdump looks for in its confdir
 
     home = tmp_path / "home"
     load_or_create_key(home)

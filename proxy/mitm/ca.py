@@ -9,9 +9,8 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from mitmproxy.certs import CertStore
-from mitmproxy.options import CONF_BASENAME
-from mitmproxy.options import KEY_SIZE
+
+CONF_BASENAME = "mitmproxy"   # mitmproxy.options.CONF_BASENAME: the names mitmproxy looks for in its confdir
 
 
 @dataclass(frozen=True)
@@ -45,6 +44,9 @@ def ensure_ca(confdir: Path) -> CertAuthority:
     with open(confdir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (confdir / f"{CONF_BASENAME}-ca.pem").exists():
+            from mitmproxy.certs import CertStore   # only to make one: mitmproxy takes a while to import
+            from mitmproxy.options import KEY_SIZE
+
             CertStore.create_store(
                 confdir, CONF_BASENAME, KEY_SIZE,
                 organization="Spillage", cn="Spillage local capture CA",

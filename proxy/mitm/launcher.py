@@ -8,6 +8,7 @@ from spillage.proxy.mitm.ca import CertAuthority
 
 # Located by name: the evidence core never imports the addons (they import it).
 ADDON_SCRIPT = Path(find_spec("spillage.addons.bundle").origin)
+GUARDED_SCRIPT = Path(find_spec("spillage.addons.guarded").origin)   # the same, with the leak guard
 
 
 def mitmdump_path() -> Path:
@@ -23,10 +24,12 @@ def mitmdump_command(
     inline_limit: int | None = None,
     model_hosts: tuple[str, ...] = (),
     signer_fd: int | None = None,
+    guarded: bool = False,
 ) -> list[str]:
-    """argv for mitmdump on 127.0.0.1:`port` with our addons, capturing into `session_dir`; requests to
-    `model_hosts` (HOST:PORT) pass the egress policy; the log is signed with the session key the
-    runner writes to the inherited pipe `signer_fd`."""
+    """argv for mitmdump on 127.0.0.1:`port` with our addons (and the leak guard when `guarded`; its
+    options are the caller's), capturing into `session_dir`; requests to `model_hosts` (HOST:PORT)
+    pass the egress policy; the log is signed with the session key the runner writes to the
+    inherited pipe `signer_fd`."""
     argv = [
         str(mitmdump_path()),
         "--listen-host", "127.0.0.1",
@@ -34,7 +37,7 @@ def mitmdump_command(
         "--set", f"confdir={ca.confdir}",
         "--set", "connection_strategy=lazy",
         "--set", "flow_detail=0",
-        "-s", str(ADDON_SCRIPT),
+        "-s", str(GUARDED_SCRIPT if guarded else ADDON_SCRIPT),
         "--set", f"spillage_origin={origin}",
     ]
     if session_dir is not None:
