@@ -270,7 +270,11 @@ def cmd_audit(args) -> int:
             return 2
         scenario = resolve_scenario(args.scenario, args.style) if args.scenario else None
         sessions = find_sessions(args.runs)
-        if len(sessions) == 1 and len(args.runs) == 1 and args.jobs <= 1:
+        if args.scheduler and (args.scenario or args.profiles or args.catalog or args.jobs > 1):
+            progress("--scheduler audits each session with its own scenario copy and catalog on the workers: "
+                     "it takes no --scenario, --profiles, --catalog or --jobs")
+            return BAD_INPUT
+        if len(sessions) == 1 and len(args.runs) == 1 and args.jobs <= 1 and not args.scheduler:
             report = audit_session(sessions[0], scenario, args.allow_unverified, make_judge(args.judge, **options),
                                    args.profiles, args.catalog, spillage_home(args))
             if not args.no_write:
@@ -280,9 +284,14 @@ def cmd_audit(args) -> int:
     except (AuditError, JudgeError, ValueError) as e:
         progress(str(e))
         return e.status if isinstance(e, AuditError) else BAD_INPUT
-    outcomes = audit_many(sessions, args.judge, options, args.jobs, args.allow_unverified, scenario,
-                          bar=sys.stderr.isatty() or args.progress, profile_dirs=args.profiles, catalog=args.catalog,
-                          home=spillage_home(args))
+    bar = sys.stderr.isatty() or args.progress
+    if args.scheduler:
+        outcomes = audit_cluster(args, sessions, options, bar)
+        if outcomes is None:
+            return BAD_INPUT
+    else:
+        outcomes = audit_many(sessions, args.judge, options, args.jobs, args.allow_unverified, scenario, bar=bar,
+                              profile_dirs=args.profiles, catalog=args.catalog, home=spillage_home(args))
     for o in outcomes:
         if o.error:
             print(f"{o.session}\tFAILED\t{o.error}")
@@ -295,6 +304,24 @@ def cmd_audit(args) -> int:
     progress(f"audited {len(outcomes) - failed} of {len(outcomes)} sessions"
              + (f", {failed} failed" if failed else "") + "; each has its audit.json")
     return 1 if failed else 0
+
+
+def audit_cluster(args, sessions, options: dict, bar: bool):
+    """The outcomes of auditing `sessions` on the Dask cluster of --scheduler; None when it cannot be
+    reached (said in one line)."""
+    from spillage.runner.cluster import ClusterError
+    from spillage.runner.cluster import connect
+    from spillage.runner.cluster_audit import audit_on_cluster
+
+    try:
+        client = connect(args.scheduler, browsers=False)
+    except ClusterError as e:
+        progress(str(e))
+        return None
+    try:
+        return audit_on_cluster(client, sessions, args.judge, options, args.allow_unverified, bar)
+    finally:
+        client.close()
 
 
 def cmd_scenarios_check(args) -> int:
@@ -523,6 +550,8 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--judge-model", help="llm judge: the model name")
     aud.add_argument("--judge-threshold", type=float, help="embedding judge: similarity threshold")
     aud.add_argument("--jobs", type=positive, default=1, help="worker processes for many sessions (default 1)")
+    aud.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                     help="audit on the workers of this Dask scheduler instead (docs/CLUSTER.md)")
     aud.add_argument("--scenario", help="scenario file or id (default: each session's copy)")
     aud.add_argument("--profiles", type=Path, action="append", default=[], metavar="DIR",
                      help="a folder of site profiles (*.yaml, docs/SITE_PROFILES.md) added to the shipped ones; repeatable")

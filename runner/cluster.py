@@ -74,9 +74,9 @@ class ArrivalError(ValueError):
 # --- connecting --------------------------------------------------------------------------------------
 
 
-def connect(address: str):
-    """A Client of the scheduler at `address` with at least one worker offering a browser; ClusterError
-    within about CONNECT_SECONDS when nothing answers there."""
+def connect(address: str, browsers: bool = True):
+    """A Client of the scheduler at `address` with at least one worker (offering a browser, when
+    `browsers`); ClusterError within about CONNECT_SECONDS when nothing answers there."""
     from distributed import Client
     from distributed.comm.addressing import parse_address
     from distributed.comm.addressing import parse_host_port
@@ -93,6 +93,11 @@ def connect(address: str):
     except OSError as e:
         raise ClusterError(f"--scheduler {address}: {e}") from None
     workers = client.scheduler_info(n_workers=-1)["workers"].values()  # all of them, not the first 5
+    if not browsers and workers:
+        return client
+    if not browsers:
+        client.close()
+        raise ClusterError(f"--scheduler {address}: no worker; start some with `dask worker {address}`")
     if not any(w.get("resources", {}).get(BROWSER) for w in workers):
         client.close()
         raise ClusterError(f"--scheduler {address}: no worker offers a browser; start workers with "

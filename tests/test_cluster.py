@@ -439,3 +439,35 @@ def test_ctrl_c_on_the_client_stops_the_clusters_cells_seals_them_and_exits_130(
         assert time.monotonic() < deadline, "a worker still runs a cell 30 s after the batch stopped"
         time.sleep(0.5)
 
+
+
+@pytest.mark.e2e
+def test_audit_on_the_cluster_writes_what_a_local_audit_writes_and_names_what_fails(tmp_path, cluster):
+    corpus = Path(__file__).parent / "corpus" / "sessions"
+    for side in ("local", "remote"):
+        for session in sorted(corpus.iterdir())[:6]:
+            shutil.copytree(session, tmp_path / side / session.name)
+    damaged = sorted((tmp_path / "remote").iterdir())[0] / "capture.jsonl"
+    damaged.chmod(0o600)
+    damaged.write_bytes(damaged.read_bytes().replace(b"kettle", b"kettlf", 1))
+    home = ["--home", str(tmp_path / "client-home")]
+    local = subprocess.run([*SPILLAGE, *home, "audit", str(tmp_path / "local"), "--jobs", "2"],
+                           capture_output=True, text=True, timeout=300)
+    assert local.returncode == 0, local.stderr
+    remote = subprocess.run([*SPILLAGE, *home, "audit", str(tmp_path / "remote"), "--scheduler", cluster.address],
+                            capture_output=True, text=True, timeout=300)
+    assert remote.returncode == 1 and "audited 5 of 6 sessions, 1 failed" in remote.stderr, remote.stderr
+    failed = [line for line in remote.stdout.splitlines() if "\tFAILED\t" in line]
+    assert len(failed) == 1 and failed[0].startswith(str(damaged.parent)) and "modified" in failed[0]
+
+    def audit_json(session: Path) -> dict:
+        report = json.loads((session / "audit.json").read_text(encoding="utf-8"))
+        report["catalog"].pop("source")   # found in one home's store, rebuilt in another's: the same sha256
+        return report
+
+    for session in sorted((tmp_path / "remote").iterdir())[1:]:
+        assert audit_json(session) == audit_json(tmp_path / "local" / session.name), session.name
+    assert not list(cluster.home("w1").glob("audits/*")) and not list(cluster.home("w2").glob("audits/*"))
+    refused = subprocess.run([*SPILLAGE, *home, "audit", str(tmp_path / "remote"), "--scheduler", cluster.address,
+                              "--jobs", "2"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "it takes no --scenario, --profiles, --catalog or --jobs" in refused.stderr
