@@ -190,3 +190,17 @@ def test_without_a_terminal_each_finished_run_is_a_line_with_the_eta_only_when_a
         "spillage: batch [1/3 runs] done: a in 20 s", "spillage: batch [2/3 runs] failed: b (agent exited 1) in 3 s"]
     assert all(re.search(r"; \d+ s, ETA \d+ s$", line) for line in lines) and "\r" not in asked.getvalue()
     assert unasked.getvalue() == ""  # no terminal, no --progress: nothing
+
+
+def test_the_batch_status_says_whether_evidence_or_agents_failed():
+    from types import SimpleNamespace
+
+    from spillage.runner.batch import batch_status
+
+    runs = [SimpleNamespace(key="a"), SimpleNamespace(key="b")]
+    done = {"outcome": "done"}
+    assert batch_status({"a": done, "b": done}, runs) == 0
+    assert batch_status({"a": done, "b": {"outcome": "timed out", "reason": "stopped after 2 s"}}, runs) == 3
+    assert batch_status({"a": done}, runs) == 3   # a run that has not run
+    tampered = {"outcome": "failed", "reason": "evidence tampered: the log on disk differs"}
+    assert batch_status({"a": tampered, "b": {"outcome": "failed", "reason": "agent exited 1"}}, runs) == 1

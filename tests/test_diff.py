@@ -85,3 +85,16 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, original, capsys):
     assert main(["diff", str(original), str(broken)]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "fails verification (modified" in err[0]
+
+
+def test_diff_keeps_its_status_when_the_reader_closes_the_pipe(tmp_path):
+    import subprocess
+    import sys
+
+    corpus = Path(__file__).parent / "corpus" / "sessions"
+    diff = subprocess.Popen([sys.executable, "-m", "spillage.runner.cli", "diff", str(corpus / "s01-kettle-oversharer"),
+                             str(corpus / "s02-kettle-minimal")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=tmp_path)
+    diff.stdout.close()   # the reader is gone before a byte is written: the write meets a closed pipe
+    err = diff.stderr.read().decode()
+    assert diff.wait(120) == 1 and "Traceback" not in err and "Broken pipe" not in err   # they differ

@@ -3,6 +3,8 @@
 import json
 import sys
 
+import pytest
+
 import spillage.runner.session_run as session_run
 import spillage.runner.stack as stack
 from spillage.runner.cli import main
@@ -44,3 +46,12 @@ def test_an_unforeseen_error_before_the_agent_is_not_recorded_as_an_interruption
     assert str(saved) in err and "Traceback" in saved.read_text()
     written = meta(tmp_path)
     assert written["status"] == "not run" and written["status_detail"].startswith("FileNotFoundError")
+
+
+@pytest.mark.parametrize("option, value", [("--timeout", "-1"), ("--timeout", "nan"), ("--timeout", "inf"),
+                                           ("--max-steps", "0"), ("--max-steps", "-5")])
+def test_run_refuses_limits_that_are_not_positive(tmp_path, capsys, option, value):
+    with pytest.raises(SystemExit) as refused:   # argparse's own exit: usage error
+        main(["--home", str(tmp_path / "home"), "run", "--scenario", "shop-kettle-chat", "--runs-dir",
+              str(tmp_path / "runs"), option, value])
+    assert refused.value.code == 2 and option in capsys.readouterr().err and not (tmp_path / "runs").exists()
