@@ -17,10 +17,11 @@ from spillage.addons.resolver import LoopbackResolver
 
 def chain(guarded: bool) -> list:
     """Our addons in their order; the leak guard between the egress policy and capture when `guarded`."""
-    from spillage.addons.leakguard import LeakGuard
+    if not guarded:
+        return [EgressPolicy(), Capture(), LoopbackResolver(), ConnectionGuard(), Ready()]
+    from spillage.addons.leakguard import LeakGuard   # the policy, the scenario model, YAML: only when on
 
-    return [EgressPolicy(), *([LeakGuard()] if guarded else []), Capture(), LoopbackResolver(), ConnectionGuard(),
-            Ready()]
+    return [EgressPolicy(), LeakGuard(), Capture(), LoopbackResolver(), ConnectionGuard(), Ready()]
 
 
 addons = chain(guarded=False)

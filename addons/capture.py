@@ -14,8 +14,8 @@ from mitmproxy import version as mitmproxy_version
 from spillage.addons.failclosed import FAILED_KEY
 from spillage.addons.failclosed import SEQ_KEY
 from spillage.addons.failclosed import fail_closed
-from spillage.addons.leakguard import GUARD_KEY
-from spillage.addons.leakguard import request_sha256
+from spillage.addons.guardnote import GUARD_KEY
+from spillage.addons.guardnote import request_sha256
 from spillage.proxy.capturelog import CHECKPOINT_PREFIX
 from spillage.proxy.capturelog import DEFAULT_CHECKPOINT_EVERY
 from spillage.proxy.capturelog import SEALED_PREFIX

@@ -4,11 +4,10 @@ Runs after the egress policy and before capture. For each request it asks audit/
 request would reveal; then, by mode, it only records that (`monitor`), or sends a redacted copy
 (`redact`, `strip`), or answers the agent itself: 403 with a page that says what may not be sent
 and why (`block`), 204 for a beacon (`drop`). The decision and the request as the agent sent it go
-to the capture addon in `flow.metadata[GUARD_KEY]`, which writes the `guard` record; what the
+to the capture addon in `flow.metadata[GUARD_KEY]` (addons/guardnote.py), which writes the `guard` record; what the
 sites receive is the request record.
 """
 
-import hashlib
 import html
 from pathlib import Path
 
@@ -18,11 +17,12 @@ from mitmproxy import http
 from mitmproxy import version
 
 from spillage.addons.failclosed import fail_closed
+from spillage.addons.guardnote import GUARD_KEY
+from spillage.addons.guardnote import request_sha256
 from spillage.audit.guard_policy import MODES
 from spillage.proxy.formats.flowrecords import clean_text
 from spillage.proxy.formats.flowrecords import header_pairs
 
-GUARD_KEY = "spillage.guard"
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Not sent</title></head>
 <body><h1>Not sent</h1><p>{}</p>
 <p><a href="javascript:history.back()" data-guard="not-sent">Go back</a></p></body></html>
@@ -35,16 +35,6 @@ def snapshot(request: http.Request) -> dict:
     return {"method": clean_text(request.method), "url": clean_text(request.pretty_url),
             "http_version": request.http_version, "headers": header_pairs(request.headers),
             "content": body, "sha256": request_sha256(request)}
-
-
-def request_sha256(request: http.Request) -> str:
-    """A hash of the whole request as an HTTP/1 message: request line, headers in order, blank line,
-    body (so a change to the Referer alone changes it too)."""
-    head = "".join(f"{name}: {value}\r\n" for name, value in request.headers.items(multi=True))
-    digest = hashlib.sha256(f"{request.method} {request.pretty_url} {request.http_version}\r\n{head}\r\n"
-                            .encode("utf-8", "surrogateescape"))
-    digest.update(request.raw_content or b"")
-    return digest.hexdigest()
 
 
 class LeakGuard:

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import yaml
+if TYPE_CHECKING:  # the policy file's reader (YAML, the scenario model) is imported only to read one
+    import yaml
 
-from spillage.proxy.documents import DocumentError
-from spillage.proxy.documents import load_yaml
-from spillage.scenarios.model import Attribute
+    from spillage.scenarios.model import Attribute
 
 MODES = ("off", "monitor", "redact", "block")
 OBSERVERS = ("first_party", "third_party")
@@ -95,6 +95,9 @@ def policy_for(mode: str, policy_file: str | Path | None, attributes=()) -> Poli
 def load_policy(path: Path, mode: str, scenario_attributes=()) -> Policy:
     """The policy in `path` for `mode`: its attributes, else `scenario_attributes`; its rules over the
     mode's. PolicyError (one line, file:line: key: problem) when the file is not one."""
+    from spillage.proxy.documents import DocumentError
+    from spillage.proxy.documents import load_yaml
+
     try:
         data, root = load_yaml(path, MAX_POLICY_BYTES, "guard policy")
     except DocumentError as e:
@@ -148,6 +151,8 @@ class Place:
 
 def read_attribute(where: Place, key: str, data) -> Attribute:
     """One attribute of a policy's own profile."""
+    from spillage.scenarios.model import Attribute
+
     if not isinstance(data, dict):
         raise where.error(key, "a mapping with id, match, cues, concepts")
     unknown = sorted(set(data) - ATTRIBUTE_KEYS)
@@ -170,6 +175,8 @@ def read_attribute(where: Place, key: str, data) -> Attribute:
 def line_numbers(root: yaml.Node) -> dict[str, int]:
     """1-based lines of the keys of a YAML mapping tree: `observers.first_party.content`,
     `attributes[0].match`, …"""
+    import yaml
+
     found: dict[str, int] = {}
 
     def walk(node: yaml.Node, prefix: str) -> None:

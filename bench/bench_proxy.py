@@ -140,11 +140,12 @@ def https_threads(proxy: str, paths: list[str], count: int, tls: ssl.SSLContext,
 
 
 def anchor_command(ca, origin: str) -> list[str]:
-    """mitmdump with the routing addon alone, as our proxy runs it (lazy server connections)."""
+    """mitmdump with the routing addon alone, as our proxy runs it (lazy server connections; run it with
+    mitmdump_env(ca), as ours, for our CA)."""
     from spillage.proxy.mitm.launcher import mitmdump_path
 
     return [str(mitmdump_path()), "--listen-host", "127.0.0.1", "--listen-port", "0",
-            "--set", f"confdir={ca.confdir}", "--set", "connection_strategy=lazy", "--set", "flow_detail=0",
+            "--set", "connection_strategy=lazy", "--set", "flow_detail=0",
             "-s", str(Path(__file__).resolve()), "--set", f"spillage_origin={origin}"]
 
 
@@ -170,6 +171,7 @@ def run_shape(shape: str, tmp: Path, ca, origin: str, paths: list[str], rounds: 
     from spillage.proxy.capturelog import utc_timestamp
     from spillage.proxy.layout import LOG_NAME
     from spillage.proxy.mitm.launcher import mitmdump_command
+    from spillage.proxy.mitm.launcher import mitmdump_env
     from spillage.proxy.signing import SessionKey
     from spillage.runner.children import Child
     from spillage.runner.stack import PROXY_READY
@@ -180,8 +182,9 @@ def run_shape(shape: str, tmp: Path, ca, origin: str, paths: list[str], rounds: 
     session.mkdir()
     fd = key_pipe(SessionKey.issue(Ed25519PrivateKey.generate(), session.name, utc_timestamp())) if signed else None
     argv = mitmdump_command(ca, origin, session, signer_fd=fd)
-    with Child("anchor", anchor_command(ca, origin), BARE_READY, tmp / f"{shape}-anchor.log") as a, \
-            Child("ours", argv, PROXY_READY, tmp / f"{shape}-ours.log", pass_fds=(fd,) if signed else ()) as b:
+    env = mitmdump_env(ca)
+    with Child("anchor", anchor_command(ca, origin), BARE_READY, tmp / f"{shape}-anchor.log", env=env) as a, \
+            Child("ours", argv, PROXY_READY, tmp / f"{shape}-ours.log", env=env, pass_fds=(fd,) if signed else ()) as b:
         if fd is not None:
             os.close(fd)
         proxies = {"A": (a.match.group(1), a.process.pid), "B": (b.match.group(1).removeprefix("http://"),

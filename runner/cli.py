@@ -182,9 +182,12 @@ def cmd_proxy_start(args) -> int:
     from spillage.audit.guard_policy import policy_for
     from spillage.runner.proxy_start import run_proxy
     from spillage.runner.stack import Guard
-    from spillage.scenarios.loader import resolve_scenario
 
-    scenario = resolve_scenario(args.scenario, args.style) if args.scenario else None
+    scenario = None
+    if args.scenario:
+        from spillage.scenarios.loader import resolve_scenario   # the scenario model and YAML: only with one
+
+        scenario = resolve_scenario(args.scenario, args.style)
     guard = Guard(args.guard, str(args.guard_policy or ""))
     try:
         policy_for(args.guard, args.guard_policy, scenario.irrelevant if scenario else ())
@@ -416,7 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit status: 0 done; 1 the evidence does not verify, or the sessions differ; 2 bad input "
                "or usage; 3 the agent failed; 70 an error of ours (the traceback is saved); 130 interrupted",
     )
-    parser.add_argument("--version", action="version", version=f"spillage {version_text()}")
+    parser.add_argument("--version", action=VersionAction)
     parser.add_argument("--home", help="folder for the CA, the signing key and other state "
                                        "(default $SPILLAGE_HOME or ./.spillage)")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -578,19 +581,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run one command; every error ends as one line on stderr and a status of runner/console.py."""
+def input_errors() -> tuple[type[Exception], ...]:
+    """The errors that are one line for the user: bad input, or a child (origins, proxy) that failed."""
     from spillage.origins.grammar import ProfileError
     from spillage.proxy.capturelog import CaptureError
     from spillage.runner.children import ChildError
     from spillage.scenarios.loader import ScenarioError
 
+    return ScenarioError, CaptureError, ProfileError, ChildError
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; every error ends as one line on stderr and a status of runner/console.py."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ScenarioError, CaptureError, ProfileError, ChildError) as e:
+    except input_errors() as e:  # evaluated only when an error comes: a command imports what it uses, no more
+        from spillage.runner.children import ChildError
+
         progress(str(e))
-        return BAD_INPUT if not isinstance(e, ChildError) else AGENT_FAILED
+        return AGENT_FAILED if isinstance(e, ChildError) else BAD_INPUT
     except (RecursionError, MemoryError) as e:
         progress(f"the input is nested too deeply or too large to read ({type(e).__name__})")
         return BAD_INPUT
@@ -614,6 +624,18 @@ def internal_error(error: BaseException) -> int:
         traceback.print_exception(error, file=f)
     progress(f"internal error: {type(error).__name__}: {error} (a bug; the traceback is in {path})")
     return INTERNAL
+
+
+class VersionAction(argparse.Action):
+    """`--version`: the versions are looked up only when asked for (importlib.metadata is slow to import)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show the versions of spillage, mitmproxy and Python, and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"spillage {version_text()}")
+        parser.exit()
 
 
 def version_text() -> str:

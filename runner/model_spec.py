@@ -10,7 +10,6 @@ This module imports no framework, so the runner can check a spec before it start
 
 import os
 import re
-import ssl
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -106,4 +105,6 @@ def model_transport() -> dict:
     proxy = os.environ.get("SPILLAGE_MODEL_PROXY")
     if not proxy:
         return {}
+    import ssl   # only here: every command imports this module to parse --model
+
     return {"proxy": proxy, "verify": ssl.create_default_context(cafile=os.environ["SPILLAGE_CA_FILE"])}

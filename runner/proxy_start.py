@@ -1,8 +1,11 @@
 """`spillage proxy start`: origins and the capturing proxy in the foreground, for an agent one starts
 oneself; a session folder with a signed, sealed log and meta.json when it stops."""
 
+from __future__ import annotations
+
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spillage.proxy.capturelog import utc_timestamp
 from spillage.origins.catalog_store import stored_catalog
@@ -18,8 +21,9 @@ from spillage.runner.heads import describe_evidence
 from spillage.runner.stack import Guard
 from spillage.runner.stack import Stack
 from spillage.runner.stack import Interrupts
-from spillage.scenarios.dump import scenario_yaml
-from spillage.scenarios.model import Scenario
+
+if TYPE_CHECKING:  # the scenario model (and YAML) is imported only when there is a scenario
+    from spillage.scenarios.model import Scenario
 
 
 def run_proxy(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | None = None,
@@ -43,23 +47,30 @@ def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | Non
     catalog, catalog_sha256 = stored_catalog(home, scenarios, 0)
     session_dir = create_session(runs_dir, f"proxy-{scenario.id}" if scenario else "proxy")
     if scenario is not None:
+        from spillage.scenarios.dump import scenario_yaml
+
+        (session_dir / SCENARIO_COPY).write_text(scenario_yaml(scenario), encoding="utf-8")  # the guard reads it
         guard = Guard(guard.mode, guard.policy, session_dir / SCENARIO_COPY)
     stack = Stack(session_dir, ca, load_or_create_key(home), catalog, tool="spillage proxy start",
                   proxy_port=port, log=log, guard=guard)
-    meta = {"session": session_dir.name, "spillage": SPILLAGE_VERSION,
-            "agent": {"label": "proxy start", "framework": "proxy", "argv": [], "model": None},
-            "catalog": {"sha256": catalog_sha256, "seed": 0, "adds": scenario.id if added else None},
-            "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
-            "signing": {"key": stack.key_fingerprint}, "started": utc_timestamp(), "status": "running",
-            **({"guard": {"mode": guard.mode, "policy": guard.policy or None}} if guard.mode != "off" else {})}
-    if scenario is not None:
-        (session_dir / SCENARIO_COPY).write_text(scenario_yaml(scenario), encoding="utf-8")
-        meta["scenario"] = {"id": scenario.id, "file": scenario.file, "copy": SCENARIO_COPY,
-                            "file_sha256": hashlib.sha256(Path(scenario.file).read_bytes()).hexdigest()}
-    write_meta(session_dir, meta)
+    stack.launch()   # the servers boot while meta.json is written
+    try:
+        meta = {"session": session_dir.name, "spillage": SPILLAGE_VERSION,
+                "agent": {"label": "proxy start", "framework": "proxy", "argv": [], "model": None},
+                "catalog": {"sha256": catalog_sha256, "seed": 0, "adds": scenario.id if added else None},
+                "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
+                "signing": {"key": stack.key_fingerprint, "session_key": stack.session_key.key},
+                "started": utc_timestamp(), "status": "running",
+                **({"guard": {"mode": guard.mode, "policy": guard.policy or None}} if guard.mode != "off" else {})}
+        if scenario is not None:
+            meta["scenario"] = {"id": scenario.id, "file": scenario.file, "copy": SCENARIO_COPY,
+                                "file_sha256": hashlib.sha256(Path(scenario.file).read_bytes()).hexdigest()}
+        write_meta(session_dir, meta)
+    except BaseException:
+        stack.stop()
+        raise
     died = None
     with stack:
-        meta["signing"]["session_key"] = stack.session_key.key
         print(f"proxy    {stack.proxy_url}")
         print(f"ca       {ca.cert_file}")
         print(f"spki     {ca.spki_pin}")

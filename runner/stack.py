@@ -18,6 +18,7 @@ from spillage.proxy.layout import ORIGINS_LOG
 from spillage.proxy.layout import PROXY_LOG
 from spillage.proxy.mitm.ca import CertAuthority
 from spillage.proxy.mitm.launcher import mitmdump_command
+from spillage.proxy.mitm.launcher import mitmdump_env
 from spillage.proxy.signing import SessionKey
 from spillage.proxy.signing import Signer
 from spillage.proxy.signing import fingerprint
@@ -94,40 +95,59 @@ class Stack:
     proxy_url: str = ""
     exits: dict = field(default_factory=dict)
     settlement: Settlement | None = None
+    _key_pipe: int | None = field(default=None, init=False, repr=False)  # the proxy's end, until it is ready
 
     @property
     def key_fingerprint(self) -> str:
         """Fingerprint of the long-term key that certifies this session's key."""
         return fingerprint(raw_public(self.signing_key))
 
-    def __enter__(self) -> "Stack":
+    def launch(self) -> None:
+        """Start both servers without waiting for them: the proxy first, since it takes the longer to boot
+        (a few tenths of a second), in which the caller can do what needs no server. `with` then waits
+        until both are ready (and launches them, if this was not called)."""
         self.session_key = SessionKey.issue(self.signing_key, self.session_dir.name, utc_timestamp())
         self.monitor = HeadMonitor(self.session_key)
+        self._key_pipe = key_pipe(self.session_key)
+        guarded = self.guard.mode != "off"
         with socket.create_server(("127.0.0.1", 0)) as listener:
             origin = f"127.0.0.1:{listener.getsockname()[1]}"
+            argv = mitmdump_command(self.ca, origin, self.session_dir, self.proxy_port, self.inline_limit,
+                                    self.model_hosts, self._key_pipe, guarded)
+            if guarded:
+                argv += guard_options(self.guard, self.catalog)
+            self.proxy = Child("proxy", argv, PROXY_READY, self.session_dir / PROXY_LOG, env=mitmdump_env(self.ca),
+                               pass_fds=(self._key_pipe,), on_line=self.monitor.line)
             self.origins = Child("origins", origins_command(self.catalog, built=True, fd=listener.fileno(),
                                                             access_log=self.session_dir / ACCESS_LOG),
                                  ORIGINS_READY, self.session_dir / ORIGINS_LOG, pass_fds=(listener.fileno(),))
-            self.origins.launch()
-        read_end = key_pipe(self.session_key)
-        guarded = self.guard.mode != "off"
-        argv = mitmdump_command(self.ca, origin, self.session_dir, self.proxy_port, self.inline_limit,
-                                self.model_hosts, read_end, guarded)
-        if guarded:
-            argv += guard_options(self.guard, self.catalog)
-        self.proxy = Child("proxy", argv, PROXY_READY, self.session_dir / PROXY_LOG,
-                           pass_fds=(read_end,), on_line=self.monitor.line)
+            try:
+                self.proxy.launch()
+                self.origins.launch()
+            except BaseException:
+                self.stop()
+                raise
+
+    def stop(self) -> None:
+        """Stop what `launch` started (for a caller that fails before it enters the stack)."""
+        self.proxy.stop()
+        self.origins.stop()
+        if self._key_pipe is not None:
+            os.close(self._key_pipe)
+            self._key_pipe = None
+
+    def __enter__(self) -> "Stack":
+        if self._key_pipe is None:
+            self.launch()
         try:
-            self.proxy.launch()
             self.origin_url = self.origins.wait_ready().group(1)
             self.log(f"origins on {self.origin_url}")
             self.proxy_url = self.proxy.wait_ready().group(1)
         except BaseException:
-            self.proxy.stop()
-            self.origins.stop()
+            self.stop()
             raise
-        finally:
-            os.close(read_end)
+        os.close(self._key_pipe)  # the proxy has read it: it is ready
+        self._key_pipe = None
         self.log(f"proxy on {self.proxy_url}, capturing into {self.session_dir / LOG_NAME}")
         return self
 

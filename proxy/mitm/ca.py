@@ -5,12 +5,11 @@ import fcntl
 import hashlib
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-
 CONF_BASENAME = "mitmproxy"   # mitmproxy.options.CONF_BASENAME: the names mitmproxy looks for in its confdir
+DEFAULT_CONFDIR = ".mitmproxy"  # mitmproxy's default confdir, under $HOME: in the CA folder, a link to itself
 
 
 @dataclass(frozen=True)
@@ -19,11 +18,25 @@ class CertAuthority:
 
     confdir: Path      # mitmproxy's confdir: holds the CA key and certificate
     cert_file: Path    # the CA certificate alone (PEM), for SSL_CERT_FILE and friends
-    spki_pin: str      # base64 SHA-256 of the CA's SubjectPublicKeyInfo, for Chromium
+
+    @property
+    def home(self) -> Path:
+        """A $HOME under which mitmproxy's default confdir (`~/.mitmproxy`) is this CA's folder (see
+        proxy/mitm/launcher.py for why the proxy is told its CA this way)."""
+        return self.confdir
+
+    @cached_property
+    def spki_pin(self) -> str:
+        """Base64 SHA-256 of the CA's SubjectPublicKeyInfo, for Chromium (read when first asked for: the
+        proxy can start before the X.509 parser is imported)."""
+        return spki_pin(self.cert_file.read_bytes())
 
 
 def spki_pin(cert_pem: bytes) -> str:
     """Base64 SHA-256 of the certificate's public key, as `--ignore-certificate-errors-spki-list` wants."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
     cert = x509.load_pem_x509_certificate(cert_pem)
     spki = cert.public_key().public_bytes(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
@@ -35,7 +48,7 @@ def ensure_ca(confdir: Path) -> CertAuthority:
     """Create the CA in `confdir` unless it exists (safe against concurrent runs), and describe it.
 
     The folder is 0700 and the files holding the CA key 0600, also for a CA made by an older version;
-    agents get a copy of the certificate alone."""
+    agents get a copy of the certificate alone. `.mitmproxy` in it links to itself (CertAuthority.home)."""
     confdir = confdir.resolve()
     confdir.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # the spillage home
     confdir.mkdir(exist_ok=True, mode=0o700)
@@ -53,4 +66,6 @@ def ensure_ca(confdir: Path) -> CertAuthority:
             )
         for secret in confdir.glob(f"{CONF_BASENAME}-ca.*"):
             os.chmod(secret, 0o600)
-    return CertAuthority(confdir, cert_file, spki_pin(cert_file.read_bytes()))
+        if not (confdir / DEFAULT_CONFDIR).is_symlink():
+            (confdir / DEFAULT_CONFDIR).symlink_to(".")
+    return CertAuthority(confdir, cert_file)

@@ -1,5 +1,6 @@
-"""The mitmdump command line that runs our addons."""
+"""The mitmdump command line that runs our addons, and its environment."""
 
+import os
 import sys
 from importlib.util import find_spec
 from pathlib import Path
@@ -29,12 +30,11 @@ def mitmdump_command(
     """argv for mitmdump on 127.0.0.1:`port` with our addons (and the leak guard when `guarded`; its
     options are the caller's), capturing into `session_dir`; requests to `model_hosts` (HOST:PORT)
     pass the egress policy; the log is signed with the session key the runner writes to the
-    inherited pipe `signer_fd`."""
+    inherited pipe `signer_fd`. Run it with `mitmdump_env(ca)`: that is how it finds its CA."""
     argv = [
         str(mitmdump_path()),
         "--listen-host", "127.0.0.1",
         "--listen-port", str(port),
-        "--set", f"confdir={ca.confdir}",
         "--set", "connection_strategy=lazy",
         "--set", "flow_detail=0",
         "-s", str(GUARDED_SCRIPT if guarded else ADDON_SCRIPT),
@@ -49,3 +49,12 @@ def mitmdump_command(
     for host in model_hosts:
         argv += ["--set", f"spillage_model_hosts={host}"]
     return argv
+
+
+def mitmdump_env(ca: CertAuthority, environ: dict | None = None) -> dict[str, str]:
+    """The proxy's environment: `environ` (default: ours) with HOME set to the CA's `home`, so that
+    mitmproxy's default confdir, ~/.mitmproxy, is our CA's folder. Setting the `confdir` option instead
+    makes mitmproxy 12 read and check the CA key twice as it starts (once when the option is set, again
+    when it runs: the FIXME in mitmproxy/addons/tlsconfig.py), 30-40 ms of the proxy's start-up.
+    This also keeps the user's own ~/.mitmproxy (its CA, its config.yaml) out of our proxy."""
+    return {**(os.environ if environ is None else environ), "HOME": str(ca.home)}
