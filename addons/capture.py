@@ -22,8 +22,10 @@ from spillage.proxy.capturelog import SEALED_PREFIX
 from spillage.proxy.capturelog import DEFAULT_INLINE_LIMIT
 from spillage.proxy.capturelog import CaptureWriter
 from spillage.proxy.capturelog import canonical_json
-from spillage.proxy.formats.flowrecords import DEFAULT_BEACON_URLS
+from spillage.proxy.beacons import DEFAULT_BEACON_URLS
+from spillage.proxy.beacons import endpoints
 from spillage.proxy.formats.flowrecords import clean_text
+from spillage.proxy.formats.flowrecords import request_url
 from spillage.proxy.formats.flowrecords import write_derived
 from spillage.proxy.formats.flowrecords import write_refusal
 from spillage.proxy.formats.flowrecords import write_request_record
@@ -59,6 +61,7 @@ class Capture:
 
     def __init__(self) -> None:
         self.writer: CaptureWriter | None = None
+        self.beacon_endpoints = endpoints(DEFAULT_BEACON_URLS)
 
     def load(self, loader):
         loader.add_option(
@@ -86,6 +89,8 @@ class Capture:
         )
 
     def configure(self, updated):
+        if "spillage_beacon_urls" in updated:  # kept here: mitmproxy copies a list option on every read
+            self.beacon_endpoints = endpoints(ctx.options.spillage_beacon_urls)
         if "spillage_session" in updated and ctx.options.spillage_session:
             self.close("session changed")
             fd = ctx.options.spillage_signer_fd
@@ -135,10 +140,11 @@ class Capture:
         guarded = flow.metadata.get(GUARD_KEY)
         record = None
         if not (guarded and guarded["enforced"] and flow.response):  # a request the guard answered was not sent
-            record = write_request_record(self.write, self.body, flow.id, flow.request)
+            url = request_url(flow.request)
+            record = write_request_record(self.write, self.body, flow.id, flow.request, url)
             if record is not None:
                 flow.metadata[SEQ_KEY] = record["seq"]
-                write_derived(self.write, flow.id, record, flow.request, ctx.options.spillage_beacon_urls)
+                write_derived(self.write, flow.id, record["seq"], flow.request, url, self.beacon_endpoints)
         if guarded:
             self.write_guard(flow, guarded, record)
 

@@ -51,6 +51,9 @@ class EgressPolicy:
     agent sent to an outside engine is recorded with its query. Whatever else a tunnel carries (raw
     TCP, another protocol) never gets a server connection: see addons/guard.py."""
 
+    def __init__(self) -> None:
+        self.model_hosts: frozenset[str] = frozenset()
+
     def load(self, loader):
         loader.add_option(
             "spillage_model_hosts", Sequence[str], [],
@@ -58,8 +61,12 @@ class EgressPolicy:
             "(and captured) so the model provider shows as an observer of its own.",
         )
 
+    def configure(self, updated):
+        if "spillage_model_hosts" in updated:  # kept here: mitmproxy copies a list option on every read
+            self.model_hosts = frozenset(ctx.options.spillage_model_hosts)
+
     def allowed(self, host: str, port: int) -> bool:
-        return is_test_host(host) or f"{normalise_host(host)}:{port}" in ctx.options.spillage_model_hosts
+        return is_test_host(host) or f"{normalise_host(host)}:{port}" in self.model_hosts
 
     @fail_closed
     def http_connect(self, flow: http.HTTPFlow) -> None:

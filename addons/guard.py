@@ -33,16 +33,23 @@ class ConnectionGuard:
     def __init__(self) -> None:
         self.first_bytes: dict[str, bytes] = {}   # client id -> what it sent before its layer was known
         self.recorded: set[str] = set()           # ids of server connections whose refusal is recorded
+        self.origin: tuple[str, int] | None = None
+        self.model_hosts: frozenset[str] = frozenset()
+
+    def configure(self, updated):
+        if updated & {"spillage_origin", "spillage_model_hosts"}:  # read here: a list option is copied per read
+            try:
+                self.origin = parse_origin(ctx.options.spillage_origin) if ctx.options.spillage_origin else None
+            except ValueError:  # the resolver refuses the option; here nothing is allowed
+                self.origin = None
+            self.model_hosts = frozenset(ctx.options.spillage_model_hosts)
 
     def allowed(self, address: tuple[str, int] | None) -> bool:
         """True for the origin server's address and the named model endpoints."""
         if not address:
             return False
         host, port = address[0], address[1]
-        origin = ctx.options.spillage_origin
-        if origin and parse_origin(origin) == (host, port):
-            return True
-        return f"{normalise_host(host)}:{port}" in ctx.options.spillage_model_hosts
+        return (host, port) == self.origin or f"{normalise_host(host)}:{port}" in self.model_hosts
 
     def next_layer(self, nextlayer: NextLayer) -> None:
         """Keep what a client sent into a tunnel to anywhere but the origin, until its layer is known:

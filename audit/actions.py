@@ -19,6 +19,9 @@ from spillage.audit.model import Action
 from spillage.audit.wire import decode_value
 from spillage.audit.wire import json_strings
 from spillage.audit.wire import texts_of
+from spillage.proxy.beacons import DEFAULT_BEACON_URLS
+from spillage.proxy.beacons import beacon_target
+from spillage.proxy.beacons import endpoints
 from spillage.proxy.capturelog import read_body
 from spillage.origins.grammar import path_id
 from spillage.origins.knowledge import SiteProfile
@@ -40,7 +43,6 @@ MAX_SUGGESTIONS = 256 * 1024  # bytes of an autocomplete answer that are read
 WINDOW = 400  # records within which a beacon and the request it belongs to arrive (bounds memory)
 REFUSED = "refused:"  # observer prefix of a host the proxy refused (it would have seen the request)
 # Event endpoints whose requests the proxy also records as beacons (a log's session_start says which).
-BEACON_URLS = ("metrics.test/collect", "shop.test/_log", "bazaar.test/_log")
 
 
 def normalised_url(url: str) -> str:
@@ -117,7 +119,7 @@ class ActionBuilder:
         self.own_clicks: dict[tuple, Action] = {}  # click actions that caused no request, by (page, label, href)
         self.fields: deque[dict] = deque()      # field values a tracker saw typed, waiting for a form
         self.scrolling: Action | None = None  # the scroll action that impressions still join
-        self.beacon_urls = set(BEACON_URLS)
+        self.beacon_urls = endpoints(DEFAULT_BEACON_URLS)
         self.on_load: dict[str, set[str]] = {}  # page URL → the products and sections in view as it loaded
         self.sites: dict[str, SiteProfile | None] = {}  # host → its site's profile, as found
         self.suggest_requests: set[int] = set()  # seqs of autocomplete requests, whose answers we read
@@ -136,7 +138,7 @@ class ActionBuilder:
         kind = record["kind"]
         if kind == "session_start":
             options = record.get("options") or {}
-            self.beacon_urls = {u.lower() for u in options.get("beacon_urls") or BEACON_URLS}
+            self.beacon_urls = endpoints(options.get("beacon_urls") or DEFAULT_BEACON_URLS)
         elif kind == "request":
             self.request(record)
         elif kind == "response" and record.get("request") in self.suggest_requests:
@@ -159,7 +161,7 @@ class ActionBuilder:
     def request(self, record: dict) -> None:
         parts = urlsplit(record["url"])
         profile = self.site(parts.hostname)
-        if profile is None or f"{parts.hostname}{parts.path}".lower() in self.beacon_urls:
+        if profile is None or beacon_target(record["url"]) in self.beacon_urls:
             return  # not a site we know, or an event endpoint: its `beacon` record tells what was seen
         if record["method"] != "GET":
             if header(record, "content-type").split(";")[0].strip().lower() not in FORM_TYPES:

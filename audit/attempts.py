@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from spillage.proxy.capturelog import read_body
 from spillage.proxy.formats.exchange import latin1_pairs
 from spillage.proxy.formats.exchange import make_request
-from spillage.proxy.formats.flowrecords import DEFAULT_BEACON_URLS
+from spillage.proxy.beacons import DEFAULT_BEACON_URLS
 from spillage.proxy.formats.flowrecords import write_request
 
 DERIVED = ("beacon", "form")   # records the proxy derives from a request record

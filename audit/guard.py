@@ -43,7 +43,7 @@ from spillage.audit.wire import decode_value
 from spillage.audit.wire import request_texts
 from spillage.origins.knowledge import SiteProfile
 from spillage.origins.knowledge import profile_for
-from spillage.proxy.formats.flowrecords import DEFAULT_BEACON_URLS
+from spillage.proxy.beacons import DEFAULT_BEACON_URLS
 from spillage.proxy.formats.flowrecords import beacon_payload
 from spillage.proxy.formats.flowrecords import header_pairs
 from spillage.proxy.formats.flowrecords import is_beacon

@@ -9,11 +9,14 @@ All proxies forward to the same origin server on loopback and are asked for the 
 The anchor (A) is mitmdump with the routing addon alone (addons/resolver.py, loaded through this
 file); ours (B) is the proxy `spillage run` starts (egress policy, capture, routing, connection guard)
 writing every request and response into a signed capture log (a Merkle tree head, an Ed25519-signed
-checkpoint every 256 records or 1 s); `--unsigned` turns checkpoints off. Both are started once per
-shape and warmed up, then measured in interleaved rounds (A B, B A, A B, ...). Each line gives the
-median requests/s and proxy CPU per request of each (user + system time of the mitmdump process),
-the ratio of ours to the anchor (of the medians, and the median of the per-round ratios), and the
-load average when the shape started: on a loaded machine only the same-run ratio means anything.
+checkpoint every 256 records or 1 s); `--unsigned` turns checkpoints off. Ours also runs less of
+mitmproxy than mitmdump does (addons/lean.py) and freezes its startup heap (addons/heap.py), so a
+third proxy (C) is the anchor with those two alone: B/A is the goal's ratio, B/C what our request
+addons (capture above all) cost over the same mitmproxy. All three are started once per shape and
+warmed up, then measured in interleaved rounds (A C B, B C A, ...). Each line gives the median
+requests/s and proxy CPU per request of each (user + system time of the mitmdump process), the
+ratios (of the medians, and for B/A the median of the per-round ratios), and the load average when
+the shape started: on a loaded machine only the same-run ratio means anything.
 
 Load shapes:
   ab-tjs     ab -c 8 (a new connection per request) for the tracker script metrics.test/t.js
@@ -23,8 +26,8 @@ Load shapes:
   https8     8 threads, each its own keep-alive TLS tunnel (CONNECT shop.test:443, our CA),
              GETs of the same four pages
 
-`--py-spy PREFIX` records both proxies with py-spy during the rounds into PREFIX-anchor.txt and
-PREFIX-ours.txt (collapsed stacks; needs `pip install py-spy`).
+`--py-spy PREFIX` records the proxies with py-spy during the rounds into PREFIX-anchor.txt,
+PREFIX-lean.txt and PREFIX-ours.txt (collapsed stacks; needs `pip install py-spy`).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ BARE_READY = r"proxy listening at ([0-9.]+:[0-9]+)"
 SHAPES = ("ab-tjs", "ab-search", "keepalive", "https8")
 REQUESTS = {"ab-tjs": 3000, "ab-search": 600, "keepalive": 600, "https8": 800}
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+LEAN = "SPILLAGE_BENCH_LEAN"   # set for proxy C: the anchor with our proxy's lean mitmproxy
 
 
 def loadavg() -> str:
@@ -163,9 +167,9 @@ def measure(shape: str, proxy: str, pid: int, paths: list[str], count: int, tls:
 
 
 def run_shape(shape: str, tmp: Path, ca, origin: str, paths: list[str], rounds: int, count: int,
-              signed: bool, py_spy: Path | None) -> tuple[str, list[Run], list[Run], int]:
-    """Both proxies started, warmed up, then measured in interleaved rounds; the load average at the
-    start, the anchor's runs, ours, and the records our log holds."""
+              signed: bool, py_spy: Path | None) -> tuple[str, dict[str, list[Run]], int]:
+    """The three proxies started, warmed up, then measured in interleaved rounds (A C B, B C A, ...); the
+    load average at the start, each one's runs, and the records our log holds."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from spillage.proxy.capturelog import utc_timestamp
@@ -184,46 +188,49 @@ def run_shape(shape: str, tmp: Path, ca, origin: str, paths: list[str], rounds: 
     argv = mitmdump_command(ca, origin, session, signer_fd=fd)
     env = mitmdump_env(ca)
     with Child("anchor", anchor_command(ca, origin), BARE_READY, tmp / f"{shape}-anchor.log", env=env) as a, \
+            Child("lean", anchor_command(ca, origin), BARE_READY, tmp / f"{shape}-lean.log",
+                  env={**env, LEAN: "1"}) as c, \
             Child("ours", argv, PROXY_READY, tmp / f"{shape}-ours.log", env=env, pass_fds=(fd,) if signed else ()) as b:
         if fd is not None:
             os.close(fd)
-        proxies = {"A": (a.match.group(1), a.process.pid), "B": (b.match.group(1).removeprefix("http://"),
-                                                                  b.process.pid)}
+        proxies = {"A": (a.match.group(1), a.process.pid), "C": (c.match.group(1), c.process.pid),
+                   "B": (b.match.group(1).removeprefix("http://"), b.process.pid)}
         started = loadavg()
-        for name in "AB":  # warm-up: connections, certificates, caches
+        for name in proxies:  # warm-up: connections, certificates, caches
             measure(shape, *proxies[name], paths, max(50, count // 10), tls)
         spies = []
-        for name, label in (("A", "anchor"), ("B", "ours")) if py_spy is not None else ():
+        for name, label in (("A", "anchor"), ("C", "lean"), ("B", "ours")) if py_spy is not None else ():
             spies.append(subprocess.Popen(
                 [shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw",
                  "-o", f"{py_spy}-{label}.txt", "--pid", str(proxies[name][1]), "--rate", "250", "--nonblocking"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         time.sleep(1 if spies else 0)
-        runs: dict[str, list[Run]] = {"A": [], "B": []}
+        runs: dict[str, list[Run]] = {name: [] for name in proxies}
         for n in range(rounds):
-            for name in ("AB" if n % 2 == 0 else "BA"):
+            for name in ("ACB" if n % 2 == 0 else "BCA"):
                 runs[name].append(measure(shape, *proxies[name], paths, count, tls))
         for spy in spies:
             spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
             spy.wait()
     records = sum(1 for _ in (session / LOG_NAME).open("rb"))
-    return started, runs["A"], runs["B"], records
+    return started, runs, records
 
 
-def report(shape: str, started: str, anchor: list[Run], ours: list[Run], records: int, signed: bool) -> str:
-    a_rate = statistics.median(r.rate for r in anchor)
-    b_rate = statistics.median(r.rate for r in ours)
-    a_cpu = statistics.median(r.cpu for r in anchor)
-    b_cpu = statistics.median(r.cpu for r in ours)
-    per_round = statistics.median(b.rate / a.rate for a, b in zip(anchor, ours))
+def report(shape: str, started: str, runs: dict[str, list[Run]], records: int, signed: bool) -> str:
+    rate = {name: statistics.median(r.rate for r in done) for name, done in runs.items()}
+    cpu = {name: statistics.median(r.cpu for r in done) for name, done in runs.items()}
+    per_round = statistics.median(b.rate / a.rate for a, b in zip(runs["A"], runs["B"]))
     label = "signed" if signed else "checkpoints off"
+    rounds = {name: ", ".join(f"{r.rate:.0f}" for r in done) for name, done in runs.items()}
     return (f"{shape:<10} load {started} -> {loadavg()}\n"
-            f"  A mitmdump + routing   {a_rate:8.1f} req/s  cpu {a_cpu * 1000:6.3f} ms/req  "
-            f"(rounds: {', '.join(f'{r.rate:.0f}' for r in anchor)})\n"
-            f"  B spillage, {label:<15} {b_rate:6.1f} req/s  cpu {b_cpu * 1000:6.3f} ms/req  "
-            f"(rounds: {', '.join(f'{r.rate:.0f}' for r in ours)}; {records} records)\n"
-            f"  ratio B/A: throughput {b_rate / a_rate:.2f} (median of rounds {per_round:.2f}), "
-            f"cpu per request {b_cpu / a_cpu:.2f}x")
+            f"  A mitmdump + routing        {rate['A']:7.1f} req/s  cpu {cpu['A'] * 1000:6.3f} ms/req  (rounds: {rounds['A']})\n"
+            f"  C A, lean chain, frozen heap {rate['C']:6.1f} req/s  cpu {cpu['C'] * 1000:6.3f} ms/req  (rounds: {rounds['C']})\n"
+            f"  B spillage, {label:<15} {rate['B']:7.1f} req/s  cpu {cpu['B'] * 1000:6.3f} ms/req  "
+            f"(rounds: {rounds['B']}; {records} records)\n"
+            f"  ratio B/A: throughput {rate['B'] / rate['A']:.2f} (median of rounds {per_round:.2f}), "
+            f"cpu per request {cpu['B'] / cpu['A']:.2f}x\n"
+            f"  what our addons cost, B/C: throughput {rate['B'] / rate['C']:.2f}, cpu per request "
+            f"{cpu['B'] / cpu['C']:.2f}x ({(cpu['B'] - cpu['C']) * 1e6:.0f} us a request)")
 
 
 def main() -> None:
@@ -260,7 +267,13 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-else:  # loaded by mitmdump (`-s bench/bench_proxy.py`) for the anchor: routing alone
+else:  # loaded by mitmdump (`-s bench/bench_proxy.py`) for the anchor: routing alone, and for C with what
+    # our proxy does to mitmproxy itself (the built-ins it never uses out of the chain, the startup heap frozen)
     from spillage.addons.resolver import LoopbackResolver
 
     addons = [LoopbackResolver()]
+    if os.environ.get(LEAN):
+        from spillage.addons.heap import FrozenStartupHeap
+        from spillage.addons.lean import LeanChain
+
+        addons += [LeanChain(), FrozenStartupHeap()]

@@ -11,6 +11,7 @@ from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 
 from spillage.addons.capture import Capture
+from spillage.proxy.beacons import beacon_target
 from spillage.addons.egress import EGRESS_KEY
 from spillage.addons.egress import EgressPolicy
 from spillage.addons.guard import ConnectionGuard
@@ -262,6 +263,24 @@ def test_beacon_becomes_derived_record_naming_its_request(capture):
     request, beacon = records(capture.session)
     assert beacon["kind"] == "beacon" and beacon["request"] == request["seq"]
     assert beacon["event"] == "click" and beacon["data"] == payload
+
+
+@pytest.mark.parametrize("url, beacon", [
+    ("https://metrics.test/collect#top", True), ("https://metrics.test/collect#?q=1", True),
+    ("https://METRICS.TEST/Collect", True), ("https://metrics.test:443/collect?a=1", True),
+    ("https://shop.test/_log", True), ("https://metrics.test/collector", False),
+    ("https://metrics.test/x/collect", False), ("https://metrics.test/collect/", False),
+])
+def test_capture_and_the_auditor_agree_on_which_requests_are_beacons(capture, url, beacon):
+    """The auditor reads a request to an event endpoint through its `beacon` record only: a URL the capture
+    did not take for a beacon (a fragment in the path, say) but the auditor did would be read by no one."""
+    from spillage.audit.actions import ActionBuilder
+
+    capture.request(flow_for("POST", url, b'{"t": "search", "q": "divorced dad"}', {"Content-Type": "text/plain"}))
+    written = records(capture.session)
+    assert [r["kind"] for r in written] == ["request", "beacon"] if beacon else ["request"]
+    auditor = ActionBuilder({})
+    assert (beacon_target(written[0]["url"]) in auditor.beacon_urls) is beacon
 
 
 def test_beacon_that_is_not_json_is_kept_with_null_data(capture):

@@ -254,3 +254,27 @@ def test_the_log_of_all_that_verifies_signed(stack, outside):
     result = verify(stack.session_dir)
     assert result.damage == "truncated" and result.count > 20
     assert fingerprint(raw_public(stack.signing_key)) == stack.key_fingerprint
+
+
+def test_mitmproxy_features_a_config_file_turns_on_do_not_touch_the_traffic(tmp_path, catalog_file, outside):
+    """The proxy reads ~/.mitmproxy/config.yaml, which is the CA folder's: options set there that would
+    rewrite requests (modify_headers, map_remote, anticache) or save flows find none of those addons in
+    the chain once it runs (addons/lean.py). What the agent sent is what is recorded and what the origin
+    gets."""
+    home = tmp_path / "home"
+    ca = ensure_ca(home / "ca")
+    saved = tmp_path / "flows.mitm"
+    (ca.confdir / "config.yaml").write_text(
+        "modify_headers: ['/~q/X-Injected/yes']\n"
+        f"map_remote: ['|//shop.test/|//{OUTSIDE}:{outside.server_address[1]}/']\n"
+        f"anticache: true\nsave_stream_file: {saved}\n", encoding="utf-8")
+    session = tmp_path / "session"
+    session.mkdir()
+    before = len(outside.received)
+    with Stack(session, ca, load_or_create_key(home), catalog=catalog_file, log=lambda m: None) as running:
+        head = raw_exchange(running, b"GET http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nIf-None-Match: x\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and b"Server: waitress" in head, head   # our origin, not the listener
+    (request,) = [r for r in (line.record for line in iter_records(session)) if r["kind"] == "request"]
+    assert request["headers"] == [["Host", "shop.test"], ["If-None-Match", "x"]]
+    assert len(outside.received) == before
+    assert not saved.exists() or saved.stat().st_size == 0   # opened when configured, never written

@@ -13,9 +13,11 @@ from collections.abc import Callable, Iterable
 from mitmproxy import http
 from mitmproxy.net.http import multipart
 
+from spillage.proxy.beacons import beacon_target
+from spillage.proxy.beacons import endpoints
+
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 BEACON_EVENT_FIELDS = ("t", "type", "event")
-DEFAULT_BEACON_URLS = ("metrics.test/collect", "shop.test/_log", "bazaar.test/_log")
 
 Write = Callable[..., "dict | None"]
 Body = Callable[[bytes | None], "dict | None"]
@@ -69,9 +71,11 @@ def beacon_payload(body: bytes) -> tuple[str, object]:
 
 def form_fields(request: http.Request) -> tuple[str, list[list[str]]] | None:
     """(enctype, [[name, value], ...]) when the request body is a submitted form, else None."""
+    if not request.raw_content:
+        return None
     content_type = single_content_type(request)
     media_type = content_type.split(";")[0].strip().lower()
-    if media_type not in FORM_TYPES or not request.raw_content:
+    if media_type not in FORM_TYPES:
         return None
     if media_type == "multipart/form-data":
         try:
@@ -91,41 +95,46 @@ def single_content_type(request: http.Request) -> str:
     return values.pop() if len(values) == 1 else ""
 
 
+def request_url(request: http.Request) -> str:
+    """The URL a record gives for `request`: mitmproxy's pretty URL (the Host header's host), cleaned."""
+    return clean_text(request.pretty_url)
+
+
 def is_beacon(request: http.Request, beacon_urls: Iterable[str]) -> bool:
-    """True when `request` goes to one of the event endpoints `beacon_urls` (host/path)."""
-    target = f"{request.pretty_host.lower()}{request.path.split('?')[0]}"
-    return target in {url.lower() for url in beacon_urls}
+    """True when `request` goes to one of the event endpoints `beacon_urls` (host/path; proxy/beacons.py)."""
+    return beacon_target(request_url(request)) in endpoints(beacon_urls)
 
 
 def write_request(write: Write, body: Body, flow_id: str, request: http.Request,
                   beacon_urls: Iterable[str]) -> dict | None:
     """Write the `request` record of `request`, then its derived `beacon` and `form` records."""
-    record = write_request_record(write, body, flow_id, request)
+    url = request_url(request)
+    record = write_request_record(write, body, flow_id, request, url)
     if record is not None:
-        write_derived(write, flow_id, record, request, beacon_urls)
+        write_derived(write, flow_id, record["seq"], request, url, endpoints(beacon_urls))
     return record
 
 
-def write_request_record(write: Write, body: Body, flow_id: str, request: http.Request) -> dict | None:
-    """Write the `request` record of `request` alone."""
+def write_request_record(write: Write, body: Body, flow_id: str, request: http.Request, url: str) -> dict | None:
+    """Write the `request` record of `request` alone (`url`: its request_url)."""
     return write(
-        "request", flow=flow_id, method=clean_text(request.method), url=clean_text(request.pretty_url),
+        "request", flow=flow_id, method=clean_text(request.method), url=url,
         http_version=clean_text(request.http_version), headers=header_pairs(request.headers),
         body=body(request.raw_content),
     )
 
 
-def write_derived(write: Write, flow_id: str, record: dict, request: http.Request,
-                  beacon_urls: Iterable[str]) -> None:
-    """Write the `beacon` and `form` records derived from the request written as `record`."""
-    url = clean_text(request.pretty_url)
-    if is_beacon(request, beacon_urls):
+def write_derived(write: Write, flow_id: str, seq: int, request: http.Request, url: str,
+                  beacon_endpoints: frozenset[str]) -> None:
+    """Write the `beacon` and `form` records derived from the request written as record `seq` (`url`: its
+    request_url; `beacon_endpoints`: proxy/beacons.py's endpoints)."""
+    if beacon_target(url) in beacon_endpoints:
         event, data = beacon_payload(request.raw_content or b"")
-        write("beacon", flow=flow_id, request=record["seq"], url=url, event=clean_text(event), data=data)
+        write("beacon", flow=flow_id, request=seq, url=url, event=clean_text(event), data=data)
     form = form_fields(request)
     if form:
         enctype, fields = form
-        write("form", flow=flow_id, request=record["seq"], url=url,
+        write("form", flow=flow_id, request=seq, url=url,
               method=clean_text(request.method), enctype=enctype, fields=fields)
 
 

@@ -37,7 +37,7 @@ from spillage.proxy.formats.exchange import Exchange
 from spillage.proxy.formats.exchange import FormatError
 from spillage.proxy.formats.exchange import Lack
 from spillage.proxy.formats.exchange import Opaque
-from spillage.proxy.formats.flowrecords import DEFAULT_BEACON_URLS
+from spillage.proxy.beacons import DEFAULT_BEACON_URLS
 from spillage.proxy.formats.flowrecords import write_refusal
 from spillage.proxy.formats.flowrecords import write_request
 from spillage.proxy.formats.flowrecords import write_response
