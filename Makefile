@@ -69,7 +69,11 @@ report-example: $(STAMP) chromium autogen
 
 # Every row of docs/BENCHMARKS.md, each against its anchor measured in the same run (about an hour;
 # needs ab: apt-get install apache2-utils). The smoke matrix at --jobs 1 and 2 is `make bench-runs`.
+# Bytecode is compiled first: a shell with PYTHONDONTWRITEBYTECODE set would otherwise have every process
+# compile our modules again, while the anchors' (mitmproxy's) come compiled from their wheels.
+BYTECODE := $(BIN)/python -m compileall -q addons audit origins proxy reports runner scenarios
 bench: $(STAMP) chromium autogen
+	$(BYTECODE)
 	$(BIN)/python bench/bench_startup.py
 	$(BIN)/python bench/bench_runs.py --skip-matrix --repeat 3
 	$(BIN)/python bench/bench_proxy.py
@@ -86,6 +90,7 @@ bench: $(STAMP) chromium autogen
 
 # Whole runs (one per framework, the smoke matrix at --jobs 1 and 2): about 15 minutes.
 bench-runs: $(STAMP) chromium autogen
+	$(BYTECODE)
 	$(BIN)/python bench/bench_runs.py
 
 clean:

@@ -174,6 +174,25 @@ def _plain(obj: Any) -> bool:
     return True
 
 
+def _float_free(value: dict | list) -> bool:
+    """`_plain` for what orjson.loads returned: only dicts with string keys, lists, strings, booleans, None,
+    integers in orjson's range (a larger number comes back a float) and floats, so such a value is plain
+    exactly when it holds no float; found without looking at keys or integers again (verify asks it of
+    every line)."""
+    for item in (value.values() if type(value) is dict else value):
+        kind = type(item)
+        if kind is float:
+            return False
+        if kind is list:  # one level unrolled: lists of lists of strings (headers, form fields) are common
+            for leaf in item:
+                kind = type(leaf)
+                if kind is float or (kind is list or kind is dict) and not _float_free(leaf):
+                    return False
+        elif kind is dict and not _float_free(item):
+            return False
+    return True
+
+
 def splice(head: bytes, tail: bytes, member: bytes = b"") -> bytes:
     """The canonical JSON of an object from the canonical JSON of two objects, `head` and `tail`, and
     optionally one canonical member `"key":value`, whose keys sort in that order: sorted keys make an
@@ -237,9 +256,11 @@ def read_line(raw: bytes, at_end: Callable[[], bool], path: Path | None = None,
     return record
 
 
-def canonical_record(line: bytes) -> tuple[dict[str, Any], str] | None:
+def canonical_record(line: bytes, plain: Callable[[dict], bool] = _float_free) -> tuple[dict[str, Any], str] | None:
     """The record on `line` (no newline) and its `record_hash`, when the line is the canonical JSON of
-    a record orjson encodes as the contract does (`_plain`); None for any other line.
+    a record orjson encodes as the contract does (`_plain`); None for any other line. `plain` is asked
+    whether the parsed record holds no float (a stricter test may be given: verify's also asks the
+    schema, so that a line it finds wrong is read the slow way).
 
     Then the line's bytes are what `read_line` and `record_hash` would read and hash: a canonical line
     has no duplicate key, no escape but the ones canonical JSON writes, no float, and orjson and the
@@ -248,7 +269,7 @@ def canonical_record(line: bytes) -> tuple[dict[str, Any], str] | None:
     """
     try:
         record = orjson.loads(line)
-        if type(record) is not dict or not _plain(record):
+        if type(record) is not dict or not plain(record):
             return None
         if orjson.dumps(record, option=orjson.OPT_SORT_KEYS) != line:
             return None

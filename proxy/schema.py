@@ -11,7 +11,9 @@ The closures say why a record is wrong, and cost tens of microseconds a record. 
 a predicate compiled from the same schema into the source of plain Python functions (`_Predicate`:
 the same keywords with the same semantics, in the same order), which only says whether a record is
 valid, in a few microseconds; only a record it finds wrong goes through the closures for the
-message. tests/test_verify_fast.py checks the two agree.
+message. tests/test_verify_fast.py checks the two agree. `record_valid_plain` is the same predicate
+that also requires no float anywhere in the record: for a line verify read with orjson, that is what
+makes the line's own bytes its canonical JSON (capturelog.canonical_record), answered in the one walk.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from spillage.proxy.capturelog import _float_free
 
 SCHEMA_PATH = Path(__file__).with_name("capture.schema.json")
 ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "$defs"})
@@ -249,14 +253,43 @@ class _Compiler:
 
 #: The keywords in the order a node checks them (then unevaluatedProperties, last).
 KEYWORDS = tuple(_Compiler({}).keywords({}))
+#: The order the predicate writes them in: a predicate says only whether, so the order is free, and an
+#: array's length checked first spares the guards on its first items (`_Predicate.k_prefixItems`).
+PREDICATE_KEYWORDS = ("type", "minItems", *(key for key in KEYWORDS if key not in ("type", "minItems")))
 
 #: isinstance tests of each JSON type, as _is_type makes them.
 _TYPE_TESTS = {
-    "integer": "(isinstance({v}, int) and not isinstance({v}, bool))",
+    "integer": "(type({v}) is int or isinstance({v}, int) and not isinstance({v}, bool))",  # the first: quick
     "number": "(isinstance({v}, (int, float)) and not isinstance({v}, bool))",
     "string": "isinstance({v}, str)", "object": "isinstance({v}, dict)", "array": "isinstance({v}, list)",
     "boolean": "isinstance({v}, bool)", "null": "{v} is None",
 }
+
+
+def admits_float(schema: dict) -> bool:
+    """Whether a value that satisfies this node's own checks may still hold a float somewhere that no
+    node below it looks at: False for a node that types it as a string, integer, boolean or null, or
+    as an object whose every key some keyword covers, or as an array whose every item one does, or
+    that allows only values (const, enum) of those types, compared type and all."""
+    scalars = (str, int, bool, type(None))
+    if "const" in schema and type(schema["const"]) in scalars:
+        return False
+    if "enum" in schema and all(type(option) in scalars for option in schema["enum"]):
+        return False
+    kind = schema.get("type")
+    if kind in ("string", "integer", "boolean", "null"):
+        return False
+    if kind == "object":
+        return "additionalProperties" not in schema and schema.get("unevaluatedProperties") is not False
+    if kind == "array":
+        return "items" not in schema
+    return True
+
+
+def float_free(value: Any) -> bool:
+    """True when `value` (what orjson.loads returned) is no float and holds none."""
+    kind = type(value)
+    return kind is not float and (kind is not dict and kind is not list or _float_free(value))
 
 
 class _Predicate:
@@ -265,17 +298,25 @@ class _Predicate:
     written out inline, in _Compiler's order with _Compiler's semantics (one comparison, one isinstance
     at a time), so a valid record costs no call per keyword and no path string per property. What the
     generated code knows is used: a value whose type was checked is not checked again, and an `if` is
-    evaluated once for both allOf and unevaluatedProperties."""
+    evaluated once for both allOf and unevaluatedProperties.
 
-    def __init__(self, root: dict) -> None:
+    With `plain`, the functions also require that no float lie anywhere in the value (see
+    record_valid_plain): each node whose own checks do not already exclude one (no type, or a type
+    that admits a number; an object with keys no keyword covers; an array with items none does) tests
+    its value with `float_free`. An `if` stays as it is: a condition, not a constraint."""
+
+    def __init__(self, root: dict, plain: bool = False) -> None:
         self.root = root
-        self.scope: dict[str, Any] = {"_is_type": _is_type}   # the functions' globals: constants, regexes
+        self.plain = plain
+        self.scope: dict[str, Any] = {"_is_type": _is_type, "float_free": float_free}  # the functions' globals
         self.sources: list[str] = []
-        self.refs: dict[str, str] = {}       # pointer -> function, for recursive $refs
+        self.refs: dict[tuple[str, bool], str] = {}   # (pointer, plain) -> function, for recursive $refs
         self.count = 0
         self.known: dict[str, str] = {}      # variable -> the JSON type it is known to be, here
         self.held: dict[tuple, str] = {}     # (variable, id of an `if`) -> the variable holding its result
         self.lengths: dict[str, str] = {}    # list variable -> the variable holding its length, here
+        self.min_lengths: dict[str, int] = {}  # list variable -> the length it is known to have at least
+        self.covered: frozenset[str] = frozenset()  # plain: variables some node here answers for (no float)
 
     def compile(self) -> Callable[[Any], bool]:
         name = self.function(self.root)
@@ -291,19 +332,25 @@ class _Predicate:
         self.scope[name] = value
         return name
 
-    def function(self, schema: Any, stack: tuple[str, ...] = (), name: str | None = None) -> str:
-        """The name of a generated function that returns whether a value satisfies `schema`."""
+    def function(self, schema: Any, stack: tuple[str, ...] = (), name: str | None = None,
+                 plain: bool | None = None) -> str:
+        """The name of a generated function that returns whether a value satisfies `schema` (and, when
+        `plain` (default: the compiler's), holds no float)."""
         name = name or self.fresh("f")
         body: list[str] = []
-        outer, self.known, self.held, self.lengths = (self.known, self.held, self.lengths), {}, {}, {}
+        outer = (self.known, self.held, self.lengths, self.min_lengths, self.covered, self.plain)
+        self.known, self.held, self.lengths, self.min_lengths, self.covered = {}, {}, {}, {}, frozenset()
+        self.plain = self.plain if plain is None else plain
         self.inline(schema, "v", "    ", body, stack)
-        self.known, self.held, self.lengths = outer
+        self.known, self.held, self.lengths, self.min_lengths, self.covered, self.plain = outer
         self.sources.append("\n".join([f"def {name}(v):", *body, "    return True"]))
         return name
 
     def inline(self, schema: Any, v: str, ind: str, out: list[str], stack: tuple[str, ...]) -> None:
         """Lines that `return False` when the value in variable `v` does not satisfy `schema`."""
         if schema is True:
+            if self.plain and v not in self.covered:  # any value: plain, it may hold no float
+                out.append(f"{ind}if not float_free({v}): return False")
             return
         if schema is False:
             out.append(f"{ind}return False")
@@ -311,11 +358,19 @@ class _Predicate:
         unknown = set(schema) - ANNOTATIONS - set(KEYWORDS)
         if unknown:
             raise SchemaError(f"keyword(s) not supported: {', '.join(sorted(unknown))}")
+        # plain: a node that hands the value on ($ref, oneOf) leaves it to the nodes it names; any other
+        # tests it for floats unless its checks exclude them, and the nodes below it at the same value
+        # (allOf, then) need not test it again.
+        saved_covered = self.covered
+        if self.plain and v not in self.covered and "$ref" not in schema and "oneOf" not in schema:
+            if admits_float(schema):
+                out.append(f"{ind}if not float_free({v}): return False")
+            self.covered = self.covered | {v}
         # After the node's own `type` check (the first of its keywords), or an enclosing node's of the
         # same value, the value is known to be of that type: guards (isinstance(v, dict) and ...) go.
-        saved, saved_lengths = self.known, self.lengths
+        saved, saved_lengths, saved_min = self.known, self.lengths, self.min_lengths
         typed = {**saved, v: schema["type"]} if isinstance(schema.get("type"), str) else saved
-        for key in KEYWORDS:
+        for key in PREDICATE_KEYWORDS:
             if key in schema and key not in ("unevaluatedProperties", "if", "then"):
                 self.known = typed if key != "type" else saved
                 getattr(self, "k_" + key.lstrip("$"))(schema, schema[key], v, ind, out, stack)
@@ -326,7 +381,7 @@ class _Predicate:
         if "unevaluatedProperties" in schema:
             self.known = typed
             self.unevaluated(schema, v, ind, out, stack)
-        self.known, self.lengths = saved, saved_lengths
+        self.known, self.lengths, self.min_lengths, self.covered = saved, saved_lengths, saved_min, saved_covered
 
     def length(self, v: str) -> str:
         return self.lengths.get(v, f"len({v})")
@@ -373,7 +428,10 @@ class _Predicate:
         out.append(f"{ind}if {self.guard(v, 'number')}not {v} <= {self.constant(n)}: return False")
 
     def k_minItems(self, schema, n, v, ind, out, stack):
-        out.append(f"{ind}if {self.guard(v, 'array')}not {self.length(v)} >= {self.constant(n)}: return False")
+        guard = self.guard(v, "array")
+        out.append(f"{ind}if {guard}not {self.length(v)} >= {self.constant(n)}: return False")
+        if not guard:  # an array of at least n items from here on
+            self.min_lengths = {**self.min_lengths, v: n}
 
     def k_required(self, schema, names, v, ind, out, stack):
         if names:
@@ -382,16 +440,25 @@ class _Predicate:
 
     def k_properties(self, schema, props, v, ind, out, stack):
         head, body = self.block(v, "object", ind), []
+        required = set(schema.get("required", ()))   # checked before, in this block: those keys are there
         for name, sub in props.items():
             x, inner = self.fresh("x"), []
-            self.inline(sub, x, ind + "        ", inner, stack)
+            present = name in required
+            self.inline(sub, x, ind + ("    " if present else "        "), inner, stack)
             if inner:
                 key = self.constant(name)
-                body += [f"{ind}    if {key} in {v}:", f"{ind}        {x} = {v}[{key}]", *inner]
+                if present:
+                    body += [f"{ind}    {x} = {v}[{key}]", *inner]
+                else:
+                    body += [f"{ind}    if {key} in {v}:", f"{ind}        {x} = {v}[{key}]", *inner]
         if body:
             out += [head, *body]
 
     def k_additionalProperties(self, schema, sub, v, ind, out, stack):
+        if sub is False:  # no name but the node's own: one subset test, in C, instead of a loop
+            known = self.constant(frozenset(schema.get("properties", {})))
+            out.append(f"{ind}if {self.guard(v, 'object')}not {known}.issuperset({v}): return False")
+            return
         head, k, x, inner = self.block(v, "object", ind), self.fresh("k"), self.fresh("x"), []
         self.inline(sub, x, ind + "            ", inner, stack)
         if inner:
@@ -434,7 +501,7 @@ class _Predicate:
             held = self.held.get((v, id(s["if"])))
             if held is None:  # evaluated here, kept for the next conditional over the same pairs
                 held = self.held[(v, id(s["if"]))] = self.fresh("i")
-                out.append(f"{ind}{held} = {self.function(s['if'], stack)}({v})")
+                out.append(f"{ind}{held} = {self.function(s['if'], stack, plain=False)}({v})")
             out.append(f"{ind}if {held}:")
             mark = len(out)
             then(s, first and n == 0, ind + "    ")
@@ -447,10 +514,11 @@ class _Predicate:
 
     def k_ref(self, schema, pointer, v, ind, out, stack):
         if pointer in stack:  # a recursive reference: a function of its own
-            if pointer not in self.refs:
-                self.refs[pointer] = self.fresh("r")
-                self.function(self.resolve(pointer), stack, name=self.refs[pointer])
-            out.append(f"{ind}if not {self.refs[pointer]}({v}): return False")
+            key = (pointer, self.plain)
+            if key not in self.refs:
+                self.refs[key] = self.fresh("r")
+                self.function(self.resolve(pointer), stack, name=self.refs[key])
+            out.append(f"{ind}if not {self.refs[key]}({v}): return False")
             return
         self.inline(self.resolve(pointer), v, ind, out, (*stack, pointer))
 
@@ -474,6 +542,10 @@ class _Predicate:
         head, body = self.block(v, "array", ind), []
         for i, sub in enumerate(subs):
             x, inner = self.fresh("x"), []
+            if i < self.min_lengths.get(v, 0):  # the item is there
+                self.inline(sub, x, ind + "    ", inner, stack)
+                body += [f"{ind}    {x} = {v}[{i}]", *inner] if inner else []
+                continue
             self.inline(sub, x, ind + "        ", inner, stack)
             if inner:
                 body += [f"{ind}    if {self.length(v)} > {i}:", f"{ind}        {x} = {v}[{i}]", *inner]
@@ -484,14 +556,14 @@ class _Predicate:
         if schema["unevaluatedProperties"] is not False:
             raise SchemaError("unevaluatedProperties is supported as false only")
         own = frozenset(schema.get("properties", {}))
-        known, k = self.fresh("known"), self.fresh("k")
+        known = self.fresh("known")
         out += [self.block(v, "object", ind), f"{ind}    {known} = {self.constant(own)}"]
 
         def names(s, first, ind2):  # the first `then` to apply adds its names to the node's own
             more = frozenset(s["then"].get("properties", {}))
             out.append(f"{ind2}{known} = {self.constant(own | more) if first else f'{known} | {self.constant(more)}'}")
         self.conditional(schema.get("allOf", []), v, ind + "    ", out, stack, names)
-        out += [f"{ind}    for {k} in {v}:", f"{ind}        if {k} not in {known}: return False"]
+        out.append(f"{ind}    if not {known}.issuperset({v}): return False")
 
 
 @lru_cache(maxsize=1)
@@ -506,6 +578,15 @@ def record_valid() -> Callable[[Any], bool]:
     """The compiled predicate of one capture record: True when record_check finds nothing wrong."""
     root = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     return _Predicate(root).compile()
+
+
+@lru_cache(maxsize=1)
+def record_valid_plain() -> Callable[[Any], bool]:
+    """record_valid, and no float anywhere in the record: True means what record_valid(record) and
+    capturelog's _float_free(record) both say. It answers both in one walk, for verify; False says
+    only that one of them, or both, is false."""
+    root = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return _Predicate(root, plain=True).compile()
 
 
 def schema_problem(record: Any) -> str | None:

@@ -18,8 +18,10 @@ import itertools
 import json
 import os
 import pickle
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
@@ -44,6 +46,8 @@ from spillage.proxy.layout import capture_path
 from spillage.proxy.layout import read_meta
 from spillage.proxy.merkle import MerkleFrontier
 from spillage.proxy.merkle import leaf_hash
+from spillage.proxy.schema import record_valid
+from spillage.proxy.schema import record_valid_plain
 from spillage.proxy.schema import schema_problem
 from spillage.proxy.signing import SigningKeyError
 from spillage.proxy.signing import certificate_ok
@@ -374,12 +378,12 @@ def line_facts(raw: bytes, at_end: Callable[[], bool], session: Path) -> tuple |
     an exception one of these raised stands in its place, for the walk to raise where it always has.
     A line that holds no record gives the CaptureError (or TornLineError) reading it raises.
 
-    A canonical line (every line a writer of ours writes) is parsed and its hash computed by
-    `canonical_record`; any other is read and hashed as it always was."""
+    A canonical line (every line a writer of ours writes) that the schema finds right is parsed and its
+    hash computed by `canonical_record`; any other is read, hashed and checked as it always was."""
     line = raw[:-1]
-    found = canonical_record(line) if raw.endswith(b"\n") and len(raw) < MAX_LINE_BYTES else None
+    found = canonical_record(line, _valid_plain) if raw.endswith(b"\n") and len(raw) < MAX_LINE_BYTES else None
     if found is not None:
-        rec, own_hash = found
+        (rec, own_hash), schema = found, None   # _valid_plain: the schema holds
     else:
         try:
             rec = read_line(raw, at_end)
@@ -388,11 +392,24 @@ def line_facts(raw: bytes, at_end: Callable[[], bool], session: Path) -> tuple |
         own_hash = _attempt(record_hash, rec)
         if isinstance(own_hash, UnicodeEncodeError):
             own_hash = None
+        schema = None if _attempt(record_valid(), rec) is True else _attempt(schema_problem, rec)  # why: if wrong
     kind, body = rec.get("kind"), rec.get("body")
     bare = type(kind) is str and kind in BARE_KINDS
-    body_problem = None if type(body) is dict and _inline_text_ok(body) else _attempt(_check_body, session, body)
+    if body is None or type(body) is dict and _inline_text_ok(body):
+        body_problem = None
+    else:
+        body_problem = _attempt(_check_body, session, body)
     return (rec.get("seq"), kind, rec.get("hash"), rec.get("prev"), None if bare else rec, own_hash,
-            body_problem, _attempt(schema_problem, rec), leaf_hash(line))
+            body_problem, schema, leaf_hash(line))
+
+
+def _valid_plain(record: dict) -> bool:
+    """schema.record_valid_plain: the record conforms to the schema and holds no float (False also where
+    it raises: the slower reading says why)."""
+    try:
+        return record_valid_plain()(record)
+    except Exception:  # noqa: BLE001 - the record is read again the slow way, which reports it
+        return False
 
 
 def _inline_text_ok(body: dict) -> bool:
@@ -436,10 +453,17 @@ def _facts(log: Path, jobs: int) -> Iterator[tuple | _Run | CaptureError]:
         for chunk in chunks:
             yield from _chunk_facts(log, *chunk)
         return
-    # Worker processes of our own (fork and exec): no fork of a process whose threads may hold locks,
-    # no re-import of the caller's __main__ (multiprocessing's), and they may be started by a worker.
-    argv = [sys.executable, "-c", "from spillage.proxy.verify import serve_chunks; serve_chunks()", str(log)]
-    workers = [subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(jobs)]
+    # Worker processes of our own: forked from a process that runs no other thread (it has the modules and
+    # the compiled schema already), else fork and exec (no fork of a process whose threads may hold locks);
+    # never multiprocessing's (no re-import of the caller's __main__), and they may be started by a worker.
+    workers: list = []
+    if hasattr(os, "fork") and threading.active_count() == 1:
+        record_valid_plain()   # compiled once, here, for every worker
+        for _ in range(jobs):
+            workers.append(_Forked(log, workers))
+    else:
+        argv = [sys.executable, "-c", "from spillage.proxy.verify import serve_chunks; serve_chunks()", str(log)]
+        workers = [subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(jobs)]
 
     def give(i: int) -> None:
         if i < len(chunks):
@@ -466,11 +490,46 @@ def _facts(log: Path, jobs: int) -> Iterator[tuple | _Run | CaptureError]:
             worker.stdout.close()
 
 
+class _Forked:
+    """A verify worker forked from this process (which runs no other thread), with the `stdin`, `stdout`,
+    `kill` and `wait` of a Popen, as _facts uses them."""
+
+    def __init__(self, log: Path, others: list) -> None:
+        into, to_worker = os.pipe()
+        from_worker, out = os.pipe()
+        self.pid, self.returncode = os.fork(), None
+        if self.pid == 0:  # the worker: it keeps its own ends only, so that each worker sees its input end
+            try:
+                os.close(to_worker)
+                os.close(from_worker)
+                for other in others:
+                    os.close(other.stdin.fileno())
+                    os.close(other.stdout.fileno())
+                _serve(log, os.fdopen(into, "rb"), os.fdopen(out, "wb"))
+            finally:
+                os._exit(0)   # nothing of the parent's runs here: no atexit, no buffer of its flushed
+        os.close(into)
+        os.close(out)
+        self.stdin, self.stdout = os.fdopen(to_worker, "wb"), os.fdopen(from_worker, "rb")
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
+
+
 def serve_chunks() -> None:
-    """A verify worker: read (start, end) chunks of the log named by argv[1] from stdin, pickled, and
-    write back their _chunk_facts (or the exception that stopped one), until stdin closes."""
-    log = Path(sys.argv[1])
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    """A verify worker started by exec: the log is argv[1], chunks come on stdin (see _serve)."""
+    _serve(Path(sys.argv[1]), sys.stdin.buffer, sys.stdout.buffer)
+
+
+def _serve(log: Path, stdin, stdout) -> None:
+    """Read (start, end) chunks of `log` from `stdin`, pickled, and write back their _chunk_facts (or the
+    exception that stopped one), until `stdin` closes."""
     while True:
         try:
             start, end = pickle.load(stdin)
@@ -507,12 +566,13 @@ def _chunk_facts(log: Path, start: int, end: int | None) -> list[tuple | _Run | 
                 while piece and not piece.endswith(b"\n"):
                     piece = f.readline(MAX_LINE_BYTES)
         at = f.tell()
+        at_end = lambda: not f.peek(1)  # noqa: E731 - asked only of a line that does not parse
         while end is None or at < end:
             raw = f.readline(MAX_LINE_BYTES)
             if not raw:
                 break
             at += len(raw)
-            facts = line_facts(raw, lambda: not f.peek(1), session)
+            facts = line_facts(raw, at_end, session)
             if isinstance(facts, CaptureError):
                 close_run()
                 out.append(facts)

@@ -29,6 +29,7 @@ from spillage.proxy.schema import KEYWORDS
 from spillage.proxy.schema import _Compiler
 from spillage.proxy.schema import record_check
 from spillage.proxy.schema import record_valid
+from spillage.proxy.schema import record_valid_plain
 from spillage.proxy.signing import SessionKey
 from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.verify import BARE_KINDS
@@ -177,6 +178,47 @@ def test_the_predicate_agrees_with_the_closures(sessions):
         assert valid(odd) == (check(odd, "record") is None)
 
 
+def test_the_plain_predicate_is_the_predicate_and_no_float_anywhere(sessions):
+    """verify trusts record_valid_plain in place of two answers (the schema holds; no float, so the line's
+    own bytes are its canonical JSON): a float anywhere, valid or not where it lies, must make it False."""
+    from spillage.proxy.capturelog import _float_free
+
+    rng = random.Random(7)
+    valid, plain = record_valid(), record_valid_plain()
+    base = [json.loads(line) for path in sessions[:6] for line in lines_of(path)]
+
+    def places(value, at=()):
+        yield at
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        for key, item in items:
+            yield from places(item, (*at, key))
+
+    checked = floats = 0
+    for record in rng.sample(base, min(len(base), 300)):
+        assert plain(record) == (valid(record) and _float_free(record))
+        for at in list(places(record))[1:]:
+            for value in (1.5, 2.0, 1e16, 2.0**64, {"n": 0.5}, [[0.25]], [1, [2, {"x": 3.0}]], 7, "s"):
+                changed = copy.deepcopy(record)
+                parent = changed
+                for key in at[:-1]:
+                    parent = parent[key]
+                parent[at[-1]] = value
+                expected = valid(changed) and _float_free(changed)
+                assert plain(changed) == expected, (at, value)
+                checked += 1
+                floats += not _float_free(changed)
+    assert checked > 5000 and floats > 3000
+
+
+def test_a_beacon_whose_data_holds_a_float_is_read_the_slow_way_and_gives_the_same_facts(tmp_path):
+    record = {"v": 2, "seq": 0, "ts": NOW, "kind": "beacon", "prev": "0" * 64, "flow": "f", "request": 0,
+              "url": "http://metrics.test/collect", "event": "scroll", "data": {"depth": 0.5, "big": 1e16}}
+    record["hash"] = record_hash(record)
+    raw = canonical_json(record) + b"\n"
+    assert record_valid()(record) and not record_valid_plain()(record)
+    assert same(line_facts(raw, lambda: True, tmp_path), plain_facts(raw, True, tmp_path))
+
+
 def test_the_predicate_knows_the_closures_keywords():
     assert KEYWORDS == tuple(_Compiler({}).keywords({}))
 
@@ -209,6 +251,34 @@ def test_workers_and_chunks_of_any_size_find_what_one_process_finds(sessions, tm
         alone = verify(target, jobs=1)
         assert verify(target, jobs=3) == alone
         assert alone.ok == (copy_lines == lines)  # signed: even a line only written otherwise is caught
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_workers_forked_or_started_anew_find_what_one_process_finds(sessions, tmp_path, monkeypatch, threads):
+    """Workers are forked from a process that runs no other thread, else started anew (exec): a fork
+    of a process whose other threads may hold locks could hang. Both find what one process finds."""
+    import threading
+
+    monkeypatch.setattr(verify_module, "CHUNK_BYTES", 333)
+    started = []
+    monkeypatch.setattr(verify_module, "_Forked", lambda *a, _f=verify_module._Forked: started.append("fork") or _f(*a))
+    popen = verify_module.subprocess.Popen
+    monkeypatch.setattr(verify_module.subprocess, "Popen", lambda *a, **k: started.append("exec") or popen(*a, **k))
+    session = sessions[1]
+    lines = lines_of(session)
+    stop = threading.Event()
+    for _ in range(threads - 1):
+        threading.Thread(target=stop.wait, daemon=True).start()
+    try:
+        for n, copy_lines in enumerate([lines, lines[:5] + lines[6:], lines[:-1] + [lines[-1][:-9]]]):
+            target = tmp_path / f"copy{n}"
+            target.mkdir()
+            (target / "blobs").symlink_to(session / "blobs")
+            put_lines(target, copy_lines)
+            assert verify(target, jobs=2) == verify(target, jobs=1)
+    finally:
+        stop.set()
+    assert started == ["fork" if threads == 1 else "exec"] * 6
 
 
 def test_a_long_log_is_read_by_workers(sessions, tmp_path, monkeypatch):
