@@ -8,6 +8,7 @@ endpoint, whatever asked for it. Without a guard the leak guard is not loaded at
 asks every addon about every event, so each one costs on every request; for the same reason the
 built-in addons a capture proxy never uses leave the chain once it runs (addons/lean.py), and then
 the heap that lives as long as the proxy is frozen out of garbage collection (addons/heap.py).
+mitmproxy's log may not end the proxy when the runner reading it is gone (addons/output.py).
 """
 
 from spillage.addons.capture import Capture
@@ -15,13 +16,14 @@ from spillage.addons.egress import EgressPolicy
 from spillage.addons.guard import ConnectionGuard
 from spillage.addons.heap import FrozenStartupHeap
 from spillage.addons.lean import LeanChain
+from spillage.addons.output import SurvivingOutput
 from spillage.addons.ready import Ready
 from spillage.addons.resolver import LoopbackResolver
 
 
 def chain(guarded: bool) -> list:
     """Our addons in their order; the leak guard between the egress policy and capture when `guarded`."""
-    process = [Ready(), LeanChain(), FrozenStartupHeap()]
+    process = [SurvivingOutput(), Ready(), LeanChain(), FrozenStartupHeap()]
     if not guarded:
         return [EgressPolicy(), Capture(), LoopbackResolver(), ConnectionGuard(), *process]
     from spillage.addons.leakguard import LeakGuard   # the policy, the scenario model, YAML: only when on

@@ -95,6 +95,8 @@ class Stack:
     proxy_url: str = ""
     exits: dict = field(default_factory=dict)
     settlement: Settlement | None = None
+    proxy: Child | None = field(default=None, init=False, repr=False)
+    origins: Child | None = field(default=None, init=False, repr=False)
     _key_pipe: int | None = field(default=None, init=False, repr=False)  # the proxy's end, until it is ready
 
     @property
@@ -110,28 +112,29 @@ class Stack:
         self.monitor = HeadMonitor(self.session_key)
         self._key_pipe = key_pipe(self.session_key)
         guarded = self.guard.mode != "off"
-        with socket.create_server(("127.0.0.1", 0)) as listener:
-            origin = f"127.0.0.1:{listener.getsockname()[1]}"
-            argv = mitmdump_command(self.ca, origin, self.session_dir, self.proxy_port, self.inline_limit,
-                                    self.model_hosts, self._key_pipe, guarded)
-            if guarded:
-                argv += guard_options(self.guard, self.catalog)
-            self.proxy = Child("proxy", argv, PROXY_READY, self.session_dir / PROXY_LOG, env=mitmdump_env(self.ca),
-                               pass_fds=(self._key_pipe,), on_line=self.monitor.line)
-            self.origins = Child("origins", origins_command(self.catalog, built=True, fd=listener.fileno(),
-                                                            access_log=self.session_dir / ACCESS_LOG),
-                                 ORIGINS_READY, self.session_dir / ORIGINS_LOG, pass_fds=(listener.fileno(),))
-            try:
+        try:
+            with socket.create_server(("127.0.0.1", 0)) as listener:
+                origin = f"127.0.0.1:{listener.getsockname()[1]}"
+                argv = mitmdump_command(self.ca, origin, self.session_dir, self.proxy_port, self.inline_limit,
+                                        self.model_hosts, self._key_pipe, guarded)
+                if guarded:
+                    argv += guard_options(self.guard, self.catalog)
+                self.proxy = Child("proxy", argv, PROXY_READY, self.session_dir / PROXY_LOG,
+                                   env=mitmdump_env(self.ca), pass_fds=(self._key_pipe,), on_line=self.monitor.line)
                 self.proxy.launch()
+                self.origins = Child("origins", origins_command(self.catalog, built=True, fd=listener.fileno(),
+                                                                access_log=self.session_dir / ACCESS_LOG),
+                                     ORIGINS_READY, self.session_dir / ORIGINS_LOG, pass_fds=(listener.fileno(),))
                 self.origins.launch()
-            except BaseException:
-                self.stop()
-                raise
+        except BaseException:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         """Stop what `launch` started (for a caller that fails before it enters the stack)."""
-        self.proxy.stop()
-        self.origins.stop()
+        for child in (self.proxy, self.origins):
+            if child is not None:
+                child.stop()
         if self._key_pipe is not None:
             os.close(self._key_pipe)
             self._key_pipe = None
