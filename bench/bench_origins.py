@@ -25,8 +25,8 @@ from spillage.origins.catalog import load_benchmark
 from spillage.runner.children import Child
 from spillage.runner.stack import ORIGINS_READY
 from spillage.runner.stack import origins_command
-from spillage.scenarios.benchmark import BENCHMARK_DIRS
-from spillage.scenarios.loader import scenario_files
+from spillage.scenarios.files import BENCHMARK_DIRS
+from spillage.scenarios.files import scenario_files
 
 
 def catalog_paths(catalog: Catalog, scenarios) -> dict[str, list[tuple[str, str]]]:

@@ -162,9 +162,9 @@ def fts_query(text: str) -> str:
 
 def load_benchmark():
     """The benchmark's scenarios and the vocabulary (the default input of `build_catalog`)."""
-    from spillage.scenarios.benchmark import BENCHMARK_DIRS
+    from spillage.scenarios.files import BENCHMARK_DIRS
     from spillage.scenarios.loader import load_file
-    from spillage.scenarios.loader import scenario_files
+    from spillage.scenarios.files import scenario_files
 
     return [s for f in scenario_files(BENCHMARK_DIRS) for s in load_file(f)]
 

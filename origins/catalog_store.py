@@ -58,8 +58,8 @@ def inputs_key(scenarios, seed: int) -> str:
     their content, not where their files lie; for the benchmark's (None), its files' bytes, so that
     finding its catalog parses nothing."""
     if scenarios is None:
-        from spillage.scenarios.benchmark import BENCHMARK_DIRS
-        from spillage.scenarios.loader import scenario_files
+        from spillage.scenarios.files import BENCHMARK_DIRS
+        from spillage.scenarios.files import scenario_files
 
         content = [hashlib.sha256(path.read_bytes()).hexdigest() for path in scenario_files(BENCHMARK_DIRS)]
     else:

@@ -14,7 +14,7 @@ import waitress
 
 from spillage.scenarios.loader import ScenarioError
 from spillage.scenarios.loader import load_file
-from spillage.scenarios.loader import scenario_files
+from spillage.scenarios.files import scenario_files
 
 from .app import make_app
 from .catalog import build_catalog

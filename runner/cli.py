@@ -328,7 +328,7 @@ def audit_cluster(args, sessions, options: dict, bar: bool):
 
 
 def cmd_scenarios_check(args) -> int:
-    from spillage.scenarios.benchmark import BENCHMARK_DIRS
+    from spillage.scenarios.files import BENCHMARK_DIRS
     from spillage.scenarios.check import check_paths
     from spillage.scenarios.vocabulary import load_vocabulary
 
@@ -347,9 +347,9 @@ def cmd_scenarios_check(args) -> int:
 
 def load_scenarios(paths: list[Path]) -> list:
     """Every scenario under `paths` (the benchmark by default); bad files stop with their error."""
-    from spillage.scenarios.benchmark import BENCHMARK_DIRS
+    from spillage.scenarios.files import BENCHMARK_DIRS
     from spillage.scenarios.loader import load_file
-    from spillage.scenarios.loader import scenario_files
+    from spillage.scenarios.files import scenario_files
 
     return [s for f in scenario_files(paths or BENCHMARK_DIRS) for s in load_file(f)]
 

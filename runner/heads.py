@@ -13,20 +13,20 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spillage.proxy.capturelog import CHECKPOINT_PREFIX
 from spillage.proxy.capturelog import SEALED_PREFIX
 from spillage.proxy.capturelog import CaptureError
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import record_hash
-from spillage.proxy.seal import SealError
-from spillage.proxy.seal import seal_crashed
 from spillage.proxy.signing import SessionKey
 from spillage.proxy.signing import Signer
 from spillage.proxy.signing import checkpoint_message
 from spillage.proxy.signing import signature_ok
-from spillage.proxy.verify import VerifyResult
-from spillage.proxy.verify import verify
+
+if TYPE_CHECKING:  # verify and the crash seal are imported by `settle`, once the proxy has stopped:
+    from spillage.proxy.verify import VerifyResult   # a session's start does not wait for them
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,10 @@ def settle(session_dir: Path, monitor: HeadMonitor, sealer: Signer, proxy_exit: 
            pin: str, tool: str) -> Settlement:
     """Compare the stopped proxy's log with what it reported, and seal it if it crashed (`sealer` signs
     the seal); never seals a log that differs from the proxy's reports."""
+    from spillage.proxy.seal import SealError
+    from spillage.proxy.seal import seal_crashed
+    from spillage.proxy.verify import verify
+
     result = verify(session_dir, pin)
     sealed = monitor.sealed
     if sealed is not None:

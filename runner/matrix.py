@@ -30,11 +30,11 @@ from spillage.runner.conditions import PROMPTS
 from spillage.runner.conditions import Condition
 from spillage.runner.model_spec import ModelSpecError
 from spillage.runner.model_spec import parse_model
-from spillage.scenarios.benchmark import BENCHMARK_DIRS
+from spillage.scenarios.files import BENCHMARK_DIRS
 from spillage.scenarios.loader import ScenarioError
 from spillage.scenarios.loader import load_file
 from spillage.scenarios.loader import resolve_scenario
-from spillage.scenarios.loader import scenario_files
+from spillage.scenarios.files import scenario_files
 from spillage.scenarios.model import STYLES
 from spillage.scenarios.model import Scenario
 

@@ -1,7 +1,6 @@
 """The benchmark's scenario set and its numbers (docs/SCENARIOS.md is generated from here)."""
 
 from collections import Counter
-from pathlib import Path
 from statistics import mean
 
 from spillage.scenarios.model import CLASSES
@@ -9,8 +8,6 @@ from spillage.scenarios.model import SITES
 from spillage.scenarios.model import STYLES
 from spillage.scenarios.model import Scenario
 
-SCENARIO_DIR = Path(__file__).parent
-BENCHMARK_DIRS = [SCENARIO_DIR / "shop", SCENARIO_DIR / "bazaar"]
 
 
 def personas(scenarios: list[Scenario]) -> list[Scenario]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from spillage.scenarios.loader import ScenarioError
 from spillage.scenarios.loader import load_file
-from spillage.scenarios.loader import scenario_files
+from spillage.scenarios.files import scenario_files
 from spillage.scenarios.matching import find_form
 from spillage.scenarios.model import CLASSES
 from spillage.scenarios.model import CONDITIONS

@@ -10,6 +10,7 @@ import yaml
 
 from spillage.proxy.documents import DocumentError
 from spillage.proxy.documents import compose_yaml
+from spillage.scenarios.files import scenario_files
 from spillage.scenarios.model import DERIVABLE
 from spillage.scenarios.model import SITES
 from spillage.scenarios.model import STYLES
@@ -183,17 +184,6 @@ def load_file(path: Path) -> list[Scenario]:
                      prompt=f.text("prompt"), sanitized_prompt=f.text("sanitized_prompt"), **common)]
 
 
-def scenario_files(paths: list[Path]) -> list[Path]:
-    """The .yaml files named by `paths` (files as given, folders searched recursively), sorted."""
-    files = []
-    for path in paths:
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*.yaml") if "vocabulary" not in p.parts))
-        else:
-            files.append(path)
-    return files
-
-
 def load_scenario(path: Path, style: str | None = None) -> Scenario:
     """The one scenario a file holds, or from a persona file the one in `style`."""
     scenarios = load_file(path)
@@ -219,7 +209,7 @@ def find_scenario(scenario_id: str, paths: list[Path]) -> Scenario:
 
 def resolve_scenario(spec: str, style: str | None = None) -> Scenario:
     """A scenario named by a file path (with `style` for a persona file) or by its id in the benchmark."""
-    from spillage.scenarios.benchmark import BENCHMARK_DIRS
+    from spillage.scenarios.files import BENCHMARK_DIRS
 
     if Path(spec).exists():
         return load_scenario(Path(spec), style)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spillage.scenarios.benchmark import BENCHMARK_DIRS
+from spillage.scenarios.files import BENCHMARK_DIRS
 from spillage.scenarios.benchmark import personas
 from spillage.scenarios.benchmark import stats_markdown
 from spillage.scenarios.check import check_paths

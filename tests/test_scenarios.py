@@ -9,15 +9,15 @@ import jsonschema
 import pytest
 import yaml
 
-from spillage.scenarios.benchmark import BENCHMARK_DIRS
-from spillage.scenarios.benchmark import SCENARIO_DIR
+from spillage.scenarios.files import BENCHMARK_DIRS
+from spillage.scenarios.files import SCENARIO_DIR
 from spillage.scenarios.check import check_paths
 from spillage.scenarios.dump import scenario_yaml
 from spillage.scenarios.loader import ScenarioError
 from spillage.scenarios.loader import load_file
 from spillage.scenarios.loader import load_scenario
 from spillage.scenarios.loader import resolve_scenario
-from spillage.scenarios.loader import scenario_files
+from spillage.scenarios.files import scenario_files
 from spillage.scenarios.matching import find_form
 from spillage.scenarios.vocabulary import load_vocabulary
 
