@@ -1,8 +1,8 @@
 """Proxy throughput with our addons against mitmdump with a routing addon alone, measured in the same run.
 
-    python bench/bench_proxy.py                          # every load shape, 5 interleaved rounds each
+    python bench/bench_proxy.py                          # every load shape, 7 interleaved rounds each
     python bench/bench_proxy.py --shape ab-tjs           # one shape: ab-tjs, ab-search, keepalive, https8
-    python bench/bench_proxy.py --shape ab-search --rounds 7 --scale 0.5
+    python bench/bench_proxy.py --shape ab-search --rounds 5 --scale 0.5
     python bench/bench_proxy.py --shape keepalive --unsigned --py-spy /tmp/keepalive
 
 All proxies forward to the same origin server on loopback and are asked for the same *.test URLs.
@@ -236,7 +236,7 @@ def report(shape: str, started: str, runs: dict[str, list[Run]], records: int, s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shape", choices=(*SHAPES, "all"), default="all")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--scale", type=float, default=1.0, help="multiply each shape's request count")
     parser.add_argument("--unsigned", action="store_true", help="our proxy with checkpoints off")
     parser.add_argument("--py-spy", type=Path, metavar="PREFIX", help="record both proxies with py-spy into PREFIX-anchor.txt, PREFIX-ours.txt")
