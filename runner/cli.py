@@ -585,10 +585,11 @@ def input_errors() -> tuple[type[Exception], ...]:
     """The errors that are one line for the user: bad input, or a child (origins, proxy) that failed."""
     from spillage.origins.grammar import ProfileError
     from spillage.proxy.capturelog import CaptureError
+    from spillage.proxy.mitm.ca import CertAuthorityError
     from spillage.runner.children import ChildError
     from spillage.scenarios.loader import ScenarioError
 
-    return ScenarioError, CaptureError, ProfileError, ChildError
+    return ScenarioError, CaptureError, ProfileError, ChildError, CertAuthorityError
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,6 @@ from spillage.scenarios.model import STYLES
 from spillage.scenarios.model import Scenario
 
 
-
 def personas(scenarios: list[Scenario]) -> list[Scenario]:
     """One scenario per persona (the styles of a persona share their attributes)."""
     first: dict[str, Scenario] = {}

@@ -6,7 +6,6 @@ import pytest
 from schema_check import assert_valid_record
 from mitmproxy import exceptions
 from mitmproxy import http
-from mitmproxy.flow import Error
 from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -315,6 +314,30 @@ def test_the_keys_are_private(tmp_path):
     assert mode(home / "signing" / "ed25519.pem") == 0o600
     assert {mode(p) for p in ca.confdir.glob("mitmproxy-ca.*")} == {0o600}
 
+
+
+def test_the_proxy_home_is_the_ca_folder_and_a_link_elsewhere_is_replaced(tmp_path):
+    from spillage.proxy.mitm.ca import ensure_ca
+
+    ca = ensure_ca(tmp_path / "home" / "ca")
+    assert (ca.home / ".mitmproxy").resolve() == ca.confdir   # mitmproxy's ~/.mitmproxy under HOME=ca.home
+    elsewhere = tmp_path / "user-mitmproxy"                  # say, a user's own CA and config.yaml
+    elsewhere.mkdir()
+    (ca.confdir / ".mitmproxy").unlink()
+    (ca.confdir / ".mitmproxy").symlink_to(elsewhere)
+    ensure_ca(ca.confdir)
+    assert (ca.home / ".mitmproxy").resolve() == ca.confdir
+
+
+def test_a_folder_where_the_ca_link_belongs_is_one_line_and_exit_2(tmp_path):
+    home = tmp_path / "home"
+    (home / "ca" / ".mitmproxy").mkdir(parents=True)
+    done = subprocess.run([sys.executable, "-m", "spillage.runner.cli", "--home", str(home), "proxy", "start",
+                           "--port", "0"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert str(home / "ca" / ".mitmproxy") in lines[0] and "expected a link" in lines[0]
+    assert (home / "ca" / ".mitmproxy").is_dir() and not (tmp_path / "runs").exists()   # nothing removed, nothing started
 
 # -- one home for the evidence format ---------------------------------------------------------------
 

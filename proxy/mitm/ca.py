@@ -12,6 +12,10 @@ CONF_BASENAME = "mitmproxy"   # mitmproxy.options.CONF_BASENAME: the names mitmp
 DEFAULT_CONFDIR = ".mitmproxy"  # mitmproxy's default confdir, under $HOME: in the CA folder, a link to itself
 
 
+class CertAuthorityError(ValueError):
+    """The CA folder holds something the proxy cannot be started with."""
+
+
 @dataclass(frozen=True)
 class CertAuthority:
     """Where the CA lives and how clients are told to trust it."""
@@ -66,6 +70,20 @@ def ensure_ca(confdir: Path) -> CertAuthority:
             )
         for secret in confdir.glob(f"{CONF_BASENAME}-ca.*"):
             os.chmod(secret, 0o600)
-        if not (confdir / DEFAULT_CONFDIR).is_symlink():
-            (confdir / DEFAULT_CONFDIR).symlink_to(".")
+        link_home(confdir)
     return CertAuthority(confdir, cert_file)
+
+
+def link_home(confdir: Path) -> None:
+    """Make `confdir/.mitmproxy` a link to `confdir` itself, replacing a link that points elsewhere (the
+    proxy would take its CA and config.yaml from there). Anything else by that name is refused."""
+    link = confdir / DEFAULT_CONFDIR
+    if link.is_symlink() and os.readlink(link) == ".":
+        return
+    if link.exists() and not link.is_symlink():
+        raise CertAuthorityError(f"{link}: expected a link to its own folder (the proxy's CA), found "
+                                 "a file or folder; move it away and run again")
+    fresh = confdir / f"{DEFAULT_CONFDIR}.{os.getpid()}"
+    fresh.unlink(missing_ok=True)
+    fresh.symlink_to(".")
+    os.replace(fresh, link)
