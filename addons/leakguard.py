@@ -20,8 +20,8 @@ from spillage.addons.failclosed import fail_closed
 from spillage.addons.guardnote import GUARD_KEY
 from spillage.addons.guardnote import request_sha256
 from spillage.audit.guard_policy import MODES
-from spillage.proxy.formats.flowrecords import clean_text
 from spillage.proxy.formats.flowrecords import header_pairs
+from spillage.proxy.reading.records import clean_text
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Not sent</title></head>
 <body><h1>Not sent</h1><p>{}</p>
@@ -78,6 +78,11 @@ class LeakGuard:
         catalog = ctx.options.spillage_guard_catalog
         return Guard(policy, site_profiles(Path(catalog) if catalog else None),
                      ctx.options.spillage_beacon_urls)
+
+    @fail_closed
+    def response(self, flow: http.HTTPFlow) -> None:
+        if self.guard is not None and flow.response is not None:
+            self.guard.response(flow.request.pretty_host, header_pairs(flow.response.headers))
 
     @fail_closed
     def request(self, flow: http.HTTPFlow) -> None:

@@ -4,30 +4,49 @@ Feed capture records in order to `ActionBuilder.add`; `finish()` returns the act
 (one gesture is one action, what merges, who observed what) are in docs/AUDIT.md.
 """
 
-import json
 import re
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs
-from urllib.parse import unquote
 from urllib.parse import urlsplit
 
 from spillage.audit.model import BEHAVIORAL
 from spillage.audit.model import CONTENT
 from spillage.audit.model import Action
-from spillage.audit.wire import decode_value
-from spillage.audit.wire import json_strings
-from spillage.audit.wire import texts_of
+from spillage.audit.model import Placed
+from spillage.audit.riding import Riders
+from spillage.audit.riding import Waiting
+from spillage.audit.riding import beacon_own
+from spillage.audit.riding import content_piece
+from spillage.audit.riding import content_pieces
+from spillage.audit.riding import incidental
+from spillage.audit.riding import has_words
+from spillage.audit.riding import is_name
+from spillage.audit.riding import page_of
 from spillage.proxy.beacons import DEFAULT_BEACON_URLS
+from spillage.proxy.beacons import SITE
+from spillage.proxy.beacons import beacon_field_role
 from spillage.proxy.beacons import beacon_target
 from spillage.proxy.beacons import endpoints
 from spillage.proxy.capturelog import read_body
+from spillage.proxy.reading.decode import json_walk
+from spillage.proxy.reading.decode import parse_json
+from spillage.proxy.reading.decode import texts as decoded_texts
+from spillage.proxy.reading.decode import unquote_site
+from spillage.proxy.reading.request import Piece
+from spillage.proxy.reading.request import Reading
+from spillage.proxy.reading.streams import SHORT
+from spillage.proxy.reading.streams import Streams
+from spillage.proxy.reading.request import joined
+from spillage.proxy.reading.request import WireRequest
 from spillage.origins.grammar import path_id
 from spillage.origins.knowledge import SiteProfile
 from spillage.origins.knowledge import profile_for
 
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+TOLD_PAGES = ("body:json:$.page", "body:json:$.ref")   # an event's page and referrer
+MAX_REQUESTED = 100_000   # page URLs remembered, to tell a page an event names from one never asked for
 FORM_WHAT = {"ask": "ask", "offer": "offer", "checkout": "checkout", "list-add": "add_to_list",
              "watch": "watch", "cart-remove": "cart_remove"}
 BEHAVIORAL_FORMS = ("add_to_list", "watch", "cart_remove")  # forms whose fields only choose
@@ -50,11 +69,6 @@ def normalised_url(url: str) -> str:
     return url.split("#", 1)[0]
 
 
-def product_id(value: str) -> int | str:
-    """A product id as the catalog keys it, or the text sent when it is not a number (an ASIN)."""
-    return int(value) if value.isdigit() and str(int(value)) == value else value
-
-
 def header(record: dict, name: str) -> str:
     """The first value of a header of a request record, lower-cased name match."""
     return next((v for k, v in record.get("headers") or () if k.lower() == name), "")
@@ -62,8 +76,8 @@ def header(record: dict, name: str) -> str:
 
 @dataclass
 class Hit:
-    """A request to a site being read: its record, its site, its path and query parameters, and who
-    saw it (the site, or `refused:<host>` when the proxy refused it)."""
+    """A request to a site being read: its record, its site, its path (as the site decodes it) and
+    query parameters, and who saw it (the site, or `refused:<host>` when the proxy refused it)."""
 
     record: dict
     profile: SiteProfile
@@ -80,6 +94,22 @@ class Hit:
                       [self.observer], detail=detail, concepts=[c for c in concepts if c],
                       sent=[t for t in sent if t])
 
+    def own(self, piece) -> bool:
+        """Whether a piece is what the grammar reads of this page: its path, and its parameters'
+        values and the names of those it reads (any other value is `url_text`, its own action)."""
+        where = piece.where
+        if where.startswith(("path[", "query:")):
+            return True
+        return where == "query-name" and self.profile.grammar.reads(piece.text)
+
+    def typed(self, piece) -> bool:
+        """Whether a piece is text typed into this page's URL: its query, or a parameter the grammar
+        does not read (a facet or a sort is chosen, not typed)."""
+        if not piece.where.startswith("query:"):
+            return False
+        g, name = self.profile.grammar, piece.where[len("query:"):]
+        return name in (*g.query_params, *g.product_query_params, g.suggest_param) or not g.reads(name)
+
 
 @dataclass(frozen=True)
 class Pending:
@@ -92,6 +122,7 @@ class Pending:
     label: str
     page: str
     detail: dict
+    typed: tuple[str, ...] = ()   # a submit's field values, as the tracker saw them
 
     @property
     def key(self) -> tuple:
@@ -101,16 +132,21 @@ class Pending:
     def of(cls, record: dict, data: dict, observer: str) -> "Pending":
         event = record["event"]
         url = data.get("href") if event == "click" else data.get("action") if event == "submit" else data.get("page")
+        fields = data.get("fields") if event == "submit" and isinstance(data.get("fields"), list) else ()
         return cls(record["seq"], event, observer, normalised_url(str(url)) if url else None,
                    str(data.get("label") or "") if event == "click" else "", str(data.get("page", "")),
-                   {k: data[k] for k in ("product", "facet", "section") if data.get(k)})
+                   {k: data[k] for k in ("product", "facet", "section") if data.get(k)},
+                   tuple(str(f[1]) for f in fields if isinstance(f, list) and len(f) == 2 and str(f[1]).strip()))
 
 
 class ActionBuilder:
     """Feed capture records in order; `finish()` returns the actions."""
 
-    def __init__(self, profiles: dict[str, SiteProfile], session_dir: Path | None = None):
+    def __init__(self, profiles: dict[str, SiteProfile], session_dir: Path | None = None, every_request: bool = False):
+        """`every_request`: a request that makes no action and joins none is an action of its own even
+        when its only text is its envelope (the guard reads each request alone)."""
         self.profiles = profiles
+        self.every_request = every_request
         self.session_dir = session_dir
         self.actions: list[Action] = []
         self.last: dict[tuple, object] = {}   # what a listing, product or section page last showed
@@ -125,6 +161,13 @@ class ActionBuilder:
         self.suggest_requests: set[int] = set()  # seqs of autocomplete requests, whose answers we read
         self.offered: set[str] = set()           # suggestions the sites offered (lower case)
         self.prefix_of: dict[int, Action] = {}   # id() of a chosen suggestion → the typing that led to it
+        self.readings: dict[int, Reading] = {}   # request seq → its reading, given (the guard) or made here
+        self.hosts: dict[int, str] = {}          # request seq → its host, for the cookies its response sets
+        self.unclaimed: list[Waiting] = []       # what requests carried before any action was made
+        self.beacon_of: dict[int, int] = {}      # an event endpoint's request seq → its `beacon` record's seq
+        self.streams = Streams()                 # short values sent one after another, per place
+        self.requested: set[str] = set()         # the URLs the session's GETs asked for
+        self.riders = Riders({p.host for p in profiles.values()} | {t.partition("/")[0] for t in self.beacon_urls})
 
     def site(self, host: str | None) -> SiteProfile | None:
         """The profile of the site at `host` (www.amazon.de is amazon.com), or None."""
@@ -139,10 +182,13 @@ class ActionBuilder:
         if kind == "session_start":
             options = record.get("options") or {}
             self.beacon_urls = endpoints(options.get("beacon_urls") or DEFAULT_BEACON_URLS)
+            self.riders.known_hosts |= {t.partition("/")[0] for t in self.beacon_urls}
         elif kind == "request":
             self.request(record)
-        elif kind == "response" and record.get("request") in self.suggest_requests:
-            self.offered |= suggestions(read_body(self.session_dir, record.get("body")) if self.session_dir else b"")
+        elif kind == "response":
+            self.riders.response(self.hosts.pop(record.get("request"), ""), record.get("headers"))
+            if record.get("request") in self.suggest_requests:
+                self.offered |= suggestions(read_body(self.session_dir, record.get("body")) if self.session_dir else b"")
         elif kind == "form":
             self.form(record)
         elif kind == "beacon":
@@ -158,26 +204,91 @@ class ActionBuilder:
 
     # --- requests ---------------------------------------------------------------------------
 
+    def reading(self, record: dict) -> Reading:
+        """The observer's view of a request record (proxy/reading/), made once."""
+        seq = record["seq"]
+        if seq not in self.readings:
+            self.readings[seq] = Reading(WireRequest.of_record(record, self.session_dir))
+        return self.readings[seq]
+
     def request(self, record: dict) -> None:
-        parts = urlsplit(record["url"])
-        profile = self.site(parts.hostname)
-        if profile is None or beacon_target(record["url"]) in self.beacon_urls:
-            return  # not a site we know, or an event endpoint: its `beacon` record tells what was seen
+        """A request: the gesture its site's grammar reads in it (if any), and what rides along."""
+        reading = self.reading(record)
+        seq = record["seq"]
+        self.hosts[seq] = reading.host
+        if record["method"] == "GET" and len(self.requested) < MAX_REQUESTED:
+            self.requested.add(normalised_url(record["url"]))
+        self.forget(seq - WINDOW)
+        made = len(self.actions)
+        beacon = beacon_target(record["url"]) in self.beacon_urls
+        if beacon:
+            event = reading.beacon()[0]
+            own = self.beacon_reads(event)   # its `beacon` record tells what was seen
+            typed = lambda piece: piece.where.startswith(("query:", "body:json:"))  # noqa: E731 - a seam across any two values
+        else:
+            own, typed = self.read_request(record, reading)
+        riding = self.riders.pieces(seq, reading, own, self.named_action)
+        seams = joined([p for p in reading.pieces if typed(p)], "joined")
+        if beacon:   # the values of what was typed, next to each other too (a form's fields, without their names)
+            seams += joined([p for p in reading.pieces if typed(p) and beacon_role(event, p) != SITE], "joined")
+        riding += [Placed(seq, p, own=False, observers=(reading.host,)) for p in seams + self.runs(reading)]
+        made = [a for a in self.actions[made:] if seq in a.evidence]
+        for action in made:
+            action.carried([Placed(seq, p) for p in reading.pieces if own(p) and has_words(p)])
+        if made:
+            made[0].carried(riding)
+        else:
+            self.riders.wait(Waiting(seq, record["url"], reading.host, page_of(reading), riding))
+
+    def read_request(self, record: dict, reading: Reading):
+        """Make the actions of a request to a site; (which pieces they read, which of those were typed)."""
+        nothing = lambda piece: False  # noqa: E731
+        profile = self.site(reading.host)
+        if profile is None:
+            return nothing, nothing
+        if record["method"] != "GET" and reading.media[0] in FORM_TYPES:
+            form = lambda piece: piece.where.startswith(("path[", "query:", "body:form:", "body:part"))  # noqa: E731
+            return form, lambda piece: piece.where.startswith(("body:form:", "body:part:"))   # its `form` record
         if record["method"] != "GET":
-            if header(record, "content-type").split(";")[0].strip().lower() not in FORM_TYPES:
-                self.free_text(record, profile.host, "submit")  # JSON, text, ...: forms come as `form`
-            return
-        if self.page(self.hit(record, parts, profile, profile.host)):
-            return
-        if parts.query:
-            self.free_text(record, profile.host, "navigate")
-        elif words := path_words(record, parts.path):
+            self.free_text(record, reading, profile.host, "submit")  # JSON, text, ...: forms come as `form`
+            return content_piece, nothing
+        hit = Hit(record, profile, reading.path, reading.param_values(), profile.host)
+        if self.page(hit):
+            return hit.own, hit.typed
+        if reading.params:
+            self.free_text(record, reading, profile.host, "navigate")
+            return content_piece, nothing
+        if words := path_words(record, reading.path):
             self.emit(Action("navigate", "navigate", CONTENT, " | ".join(words)[:500], record["seq"], record["url"],
                              [profile.host], sent=words))
+            return (lambda piece: piece.where.startswith("path[")), nothing
+        return nothing, nothing
 
-    @staticmethod
-    def hit(record: dict, parts, profile: SiteProfile, observer: str) -> Hit:
-        return Hit(record, profile, parts.path or "/", parse_qs(parts.query, keep_blank_values=True), observer)
+    def beacon_reads(self, event: str):
+        """Which pieces of an event's request its `beacon` record accounts for: the tracker's schema,
+        but for a page (`page`, `ref`) no request of the session asked for, which tells the tracker a
+        URL of its own: its text rides along."""
+        schema = beacon_own(event)
+
+        def own(piece) -> bool:
+            if piece.where in TOLD_PAGES and piece.raw and not piece.decodings[1:]:
+                return normalised_url(piece.raw) in self.requested
+            return schema(piece)
+        return own
+
+    def runs(self, reading: Reading) -> list[Piece]:
+        """Text sent piecemeal (proxy/reading/streams.py), as the runs this request continues."""
+        return [p for p in self.streams.feed(reading, lambda p: not is_name(p.where)) if has_words(p)]
+
+    def named_action(self, url: str) -> Action | None:
+        """The earlier action at the page `url` names (a Referer, an Origin), if any."""
+        return self.by_url.get(normalised_url(url)) if url else None
+
+    def forget(self, before: int) -> None:
+        """Drop what is kept of requests older than `before`: nothing comes back for them."""
+        for kept in (self.readings, self.hosts, self.beacon_of):
+            for seq in [s for s in kept if s < before]:
+                del kept[seq]
 
     def page(self, hit: Hit) -> bool:
         """Read a GET by its site's grammar; whether it is a page the grammar knows. Text in a
@@ -197,8 +308,8 @@ class ActionBuilder:
             self.listing(hit, None if category in g.all_categories else category)
         elif m := re.fullmatch(g.category_path, hit.path):
             self.listing(hit, path_id(m))
-        elif m := re.fullmatch(g.product_path, hit.path):
-            self.product_page(hit, product_id(path_id(m)), m.groupdict().get("title"))
+        elif (m := re.fullmatch(g.product_path, hit.path)) and (pid := g.product(path_id(m))) is not None:
+            self.product_page(hit, pid, m.groupdict().get("title"))
         elif m := re.fullmatch(g.section_path, hit.path):
             self.section_page(hit, path_id(m))
         elif re.fullmatch(g.suggest_path, hit.path):
@@ -207,30 +318,36 @@ class ActionBuilder:
             return False
         return True
 
-    def words_sent(self, record: dict) -> list[str]:
-        """The decoded texts a request carried that hold words (not bare numbers or ids)."""
-        return [t for t in texts_of(record, self.session_dir) if any(c.isalpha() for c in t)]
+    @staticmethod
+    def words_sent(record: dict, reading: Reading) -> tuple[list[str], list[Placed]]:
+        """The decoded texts a request carried as content that hold words (not bare numbers or ids),
+        and where each was."""
+        placed = [Placed(record["seq"], p) for p in content_pieces(reading) if has_words(p)]
+        return list(dict.fromkeys(p.text for p in placed)), placed
 
-    def free_text(self, record: dict, observer: str, kind: str) -> None:
+    def free_text(self, record: dict, reading: Reading, observer: str, kind: str) -> None:
         """A request that is no page of the site but carries text: content, whatever it says."""
-        sent = self.words_sent(record)
+        sent, placed = self.words_sent(record, reading)
         if sent:
-            self.emit(Action(kind, "post" if kind == "submit" else "navigate", CONTENT, " | ".join(sent)[:500],
-                             record["seq"], record["url"], [observer], sent=sent))
+            action = Action(kind, "post" if kind == "submit" else "navigate", CONTENT, " | ".join(sent)[:500],
+                            record["seq"], record["url"], [observer], sent=sent)
+            action.carried(placed)
+            self.emit(action)
 
     def refused(self, record: dict) -> None:
         """An agent request the proxy refused: its host would have seen it (a search engine, say).
         A page of a site we have a profile for (a search on amazon.com over plain HTTP) is read as
         that page, observed by the refused host; anything else is a `navigate`."""
-        parts = urlsplit(record["url"])
-        host = record.get("host") or parts.hostname or ""
+        reading = self.reading(record)
+        host = record.get("host") or reading.host
         profile = self.site(host) if record["method"] == "GET" else None
-        if profile is not None and self.page(self.hit(record, parts, profile, REFUSED + host)):
+        if profile is not None and self.page(Hit(record, profile, reading.path, reading.param_values(), REFUSED + host)):
             return
-        sent = self.words_sent(record)
-        self.emit(Action("navigate", "navigate", CONTENT if sent else BEHAVIORAL, " | ".join(sent)[:500] or host,
-                         record["seq"], record["url"], [REFUSED + host], sent=sent,
-                         detail={"refused": host}))
+        sent, placed = self.words_sent(record, reading)
+        action = Action("navigate", "navigate", CONTENT if sent else BEHAVIORAL, " | ".join(sent)[:500] or host,
+                        record["seq"], record["url"], [REFUSED + host], sent=sent, detail={"refused": host})
+        action.carried(placed)
+        self.emit(action)
 
     def listing(self, hit: Hit, category: str | None) -> None:
         """A search or category page: a new query is a search; a new category or facet a filter,
@@ -262,8 +379,9 @@ class ActionBuilder:
         if before and page != b_page and (query, category, facets, sort) == (b_query, b_category, b_facets, b_sort):
             self.emit(hit.action("paginate", BEHAVIORAL, f"page {page}", page=page))
 
-    def decoded(self, text: str) -> list[str]:
-        return [t for t in decode_value(text) if t]
+    @staticmethod
+    def decoded(text: str) -> list[str]:
+        return [t for t in decoded_texts(text) if t]
 
     def product_page(self, hit: Hit, pid: int | str, title: str | None = None) -> None:
         """A product page is a view unless it is the product last viewed; text searched on it is a search.
@@ -271,7 +389,7 @@ class ActionBuilder:
         p = hit.profile
         if self.swap((p.host, "product"), pid) != pid:
             product = p.products.get(pid)
-            label = product.title if product else unquote(title or "").replace("-", " ")
+            label = product.title if product else (title or "").replace("-", " ")
             self.emit(hit.action("view_product", BEHAVIORAL, label or f"product {pid}",
                                  product.concepts if product else (), product=pid))
         text = " ".join(hit.values(p.grammar.product_query_params))
@@ -322,6 +440,12 @@ class ActionBuilder:
 
     def typed(self, text: str, seq: int, url: str, observer: str) -> None:
         last = self.typing()
+        if last and len(text.strip()) <= SHORT and (len(last.text.strip()) <= SHORT or last.detail.get("piecemeal")) \
+                and not related(text, last.text):
+            last.text, last.sent = last.text + text, self.decoded(last.text + text)   # sent piecemeal: one text
+            last.detail["piecemeal"] = True
+            fold(last, seq, observer)
+            return
         if last and (text.lower().startswith(last.text.lower()) or last.text.lower().startswith(text.lower())):
             last.evidence = sorted({*last.evidence, seq})
             if observer not in last.observers:
@@ -339,24 +463,27 @@ class ActionBuilder:
         if profile is None:
             return
         g = profile.grammar
-        given = dict(record["fields"])
+        path = unquote_site(parts.path)
+        given = dict(record["fields"])   # a field sent twice: the site reads the last
         base = dict(seq=record["request"], url=record["url"], observers=[profile.host],
                     evidence=[record["request"], record["seq"]])
-        if re.fullmatch(g.cart_add_path, parts.path):
-            pid = product_id(given.get(g.product_field, ""))
+        if re.fullmatch(g.cart_add_path, path):
+            pid = read_id(g, given.get(g.product_field, ""), in_form=True)
             product = profile.products.get(pid) if isinstance(pid, int) else None
             self.emit(Action("submit", "add_to_cart", BEHAVIORAL, product.title if product else str(pid),
                              detail={"product": pid}, concepts=list(product.concepts) if product else [], **base))
             return
         detail = {"fields": record["fields"]}
-        known = g.form(parts.path)
+        known = g.form(path)
         what = FORM_WHAT.get(known[0], "form") if known else "form"
         if known:
             detail["form"] = known[0]
-        pid = (known[1] if known else None) or given.get(g.product_field)
+        pid = read_id(g, known[1]) if known and known[1] else None
+        if pid is None and given.get(g.product_field):
+            pid = read_id(g, given[g.product_field], in_form=True)
         product = None
         if pid:
-            detail["product"] = product_id(pid)
+            detail["product"] = pid
             product = profile.products.get(detail["product"]) if isinstance(detail["product"], int) else None
         if what in BEHAVIORAL_FORMS:
             label = " ".join(v for k, v in record["fields"] if k != g.product_field and v.strip())
@@ -366,6 +493,8 @@ class ActionBuilder:
             self.join_fields(action, record["fields"])
             self.emit(action)
             return
+        if product is not None and self.last.get((profile.host, "product")) != pid:
+            detail["about"] = product.title   # a question or offer about a product not in view chose it, too
         values = [v for k, v in record["fields"] if k != g.product_field and v.strip()]
         sent = [t for v in values for t in self.decoded(v)]
         action = Action("submit", what, CONTENT, " ".join(values), detail=detail, sent=sent, **base)
@@ -382,21 +511,42 @@ class ActionBuilder:
     # --- beacons ----------------------------------------------------------------------------
 
     def beacon(self, record: dict) -> None:
+        if isinstance(record.get("request"), int):
+            self.beacon_of[record["request"]] = record["seq"]
         data = record["data"] if isinstance(record.get("data"), dict) else {}
         event, observer = record["event"], urlsplit(record["url"]).hostname or ""
         if event in ("click", "view", "submit"):
             if event == "view":
                 self.on_load.setdefault(str(data.get("page", "")), set()).update(str(v) for v in data.get("seen") or ())
+                self.told_page(record["seq"], str(data.get("page") or ""), observer)
             else:
                 self.page_told(record["seq"], str(data.get("page") or ""), observer)
             self.arrive(Pending.of(record, data, observer))
         elif event == "keys":
             for value in versions(data.get("entries")):
                 self.keys(value, record, observer)
-        elif event == "field" and data.get("action") == "change" and str(data.get("value") or "").strip():
-            self.fields.append(record)
+        elif event == "field" and data.get("action") != "blur" and str(data.get("value") or "").strip():
+            if not any(b["data"].get("name") == data.get("name") and b["data"].get("value") == data.get("value")
+                       for b in self.fields):   # focus, then change with what it already held: one value
+                self.fields.append(record)
         elif event in ("scroll", "impression"):
             self.seen(record, data, observer)
+
+    def told_page(self, seq: int, page: str, observer: str) -> None:
+        """A page view for a page no request of the session asked for: the tracker was told of a page
+        the site never served to this browser, and learns what it names (a product, a search), as if
+        it had been loaded: the action is the tracker's alone."""
+        if not page or self.named_action(page) is not None:
+            return
+        try:
+            parts = urlsplit(page)
+        except ValueError:
+            return
+        profile = self.site((parts.hostname or "").lower())
+        if profile is not None:
+            told = {"seq": seq, "url": page, "method": "GET", "headers": []}
+            self.page(Hit(told, profile, unquote_site(parts.path or "/"), parse_qs(parts.query, keep_blank_values=True),
+                          observer))
 
     def page_told(self, seq: int, page: str, observer: str) -> None:
         """A click or submit beacon names the page it came from: its receiver learns that page's URL
@@ -461,6 +611,7 @@ class ActionBuilder:
 
     def emit(self, action: Action) -> None:
         action.evidence = sorted({*action.evidence, action.seq})
+        action.carried(self.riders.claim(action.evidence))
         self.actions.append(action)
         if action.what not in ("scroll", "click"):
             self.by_url[normalised_url(action.url)] = action
@@ -498,13 +649,38 @@ class ActionBuilder:
         """Beacons and field values older than `before` that nothing claimed become actions of their own."""
         while self.pending and self.pending[0].seq < before:
             beacon = self.pending.popleft()
-            earlier = self.earlier(beacon) if beacon.event == "click" else None
-            if earlier is not None:  # the request went out before its click was reported
+            earlier = self.earlier(beacon) if beacon.event in ("click", "submit") else None
+            if earlier is not None:  # the request went out before its click or submit was reported
                 self.join(earlier, beacon)
             elif beacon.event == "click":
                 self.lone_click(beacon)
+            elif beacon.event == "submit" and beacon.typed:
+                self.lone_submit(beacon)
         while self.fields and self.fields[0]["seq"] < before:
             self.lone_field(self.fields.popleft())
+        for waiting in self.riders.expired(before):
+            self.ride(waiting)
+
+    def holding(self, seq: int) -> Action | None:
+        """The action the request `seq` (or the event its `beacon` record reports) became part of."""
+        wanted = {seq, self.beacon_of.pop(seq, seq)}
+        for action in reversed(self.actions):
+            if action.seq < seq - WINDOW:
+                return None
+            if action.what != "scroll" and wanted & set(action.evidence):   # a scroll's text is its page's
+                return action
+        return None
+
+    def ride(self, waiting: Waiting) -> None:
+        """What a request carried besides any gesture joins the action of the page it came from, else
+        the latest action before it, else an action of its own (docs/AUDIT.md)."""
+        action = self.holding(waiting.seq) or self.named_action(waiting.page) or next(
+            (a for a in reversed(self.actions) if a.seq <= waiting.seq and a.what != "scroll"), None) or next(
+            (a for a in self.actions if a.what != "scroll"), None)
+        if action is None:
+            self.unclaimed.append(waiting)
+        else:
+            action.carried(waiting.placed)
 
     def lone_click(self, beacon: "Pending") -> None:
         """A click that caused no request: an action, which the same click reported to another observer joins."""
@@ -515,6 +691,13 @@ class ActionBuilder:
         self.own_clicks[beacon.key] = Action("click", "click", BEHAVIORAL, beacon.label, beacon.seq, beacon.page,
                                              [beacon.observer], evidence=[beacon.seq], detail=beacon.detail)
         self.actions.append(self.own_clicks[beacon.key])
+
+    def lone_submit(self, beacon: Pending) -> None:
+        """A form the tracker saw submitted that no request sent on (the page was left, or the site
+        never got it): what it reported of the fields is content the tracker received."""
+        sent = [t for value in beacon.typed for t in self.decoded(value)]
+        self.actions.append(Action("submit", "form", CONTENT, " | ".join(beacon.typed)[:500], beacon.seq,
+                                   beacon.url or beacon.page, [beacon.observer], evidence=[beacon.seq], sent=sent))
 
     def lone_field(self, beacon: dict) -> None:
         """A field value no form carried: it joins a nearby content action that sent the same words
@@ -563,6 +746,13 @@ class ActionBuilder:
         URL; a field value typed joins the content action that sent the same words, else it is a
         content action of its own."""
         self.expire(float("inf"))
+        carried = [w for w in self.unclaimed if self.every_request or not all(incidental(p) for p in w.placed)]
+        if carried and not any(a.what != "scroll" for a in self.actions):
+            first = carried[0]   # requests and nothing else: what they carried is an action of its own
+            action = Action("navigate", "request", BEHAVIORAL, first.host, first.seq, first.url, [first.host],
+                            evidence=[first.seq])
+            action.carried([p for w in self.unclaimed for p in w.placed])
+            self.actions.append(action)
         for action in self.actions:  # a page view can be reported after the first impressions
             if action.what == "scroll":
                 for item in action.detail["seen"]:
@@ -580,6 +770,19 @@ class ActionBuilder:
             action.kind = "select" if action.what in ("filter", "unfilter", "sort") else "click"
 
 
+def read_id(grammar, text: str, in_form: bool = False) -> int | str:
+    """A product id as the site reads it (origins/routes.py), or the text sent when the site would
+    refuse it (it then names no product of its catalog)."""
+    pid = grammar.product(text, in_form)
+    return text if pid is None else pid
+
+
+def beacon_role(event: str, piece) -> str | None:
+    """The role in the tracker's schema of a piece of an event's body (proxy/beacons.py)."""
+    where = piece.where
+    return beacon_field_role(event, where[len("body:json:"):]) if where.startswith("body:json:") else None
+
+
 def related(a: str, b: str) -> bool:
     """Whether one text extends the other (case aside)."""
     a, b = a.lower(), b.lower()
@@ -588,11 +791,8 @@ def related(a: str, b: str) -> bool:
 
 def suggestions(body: bytes) -> set[str]:
     """Every string of an autocomplete answer (JSON), lower case: the suggestions it offered."""
-    try:
-        doc = json.loads(body[:MAX_SUGGESTIONS].decode("utf-8", "replace"))
-    except (ValueError, RecursionError):
-        return set()
-    return {s.lower().strip() for s in json_strings(doc) if s.strip()}
+    doc = parse_json(body[:MAX_SUGGESTIONS].decode("utf-8", "replace"))
+    return {s.lower().strip() for _, s, key in json_walk(doc) if not key and s.strip()}
 
 
 def versions(entries) -> list[str]:
@@ -616,7 +816,7 @@ def path_words(record: dict, path: str) -> list[str]:
     what the browser fetches as part of a page (its Sec-Fetch-Dest) or a static file."""
     if header(record, "sec-fetch-dest").lower() in SUBRESOURCES or STATIC_FILE.fullmatch(path):
         return []
-    words = [re.sub(r"[-_+]", " ", unquote(s)) for s in path.split("/") if PATH_WORDS.fullmatch(unquote(s))]
+    words = [re.sub(r"[-_+]", " ", s) for s in path.split("/") if PATH_WORDS.fullmatch(s)]
     return [w for w in words if WORD.search(w)]
 
 

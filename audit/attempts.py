@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
-from spillage.proxy.capturelog import read_body
-from spillage.proxy.formats.exchange import latin1_pairs
-from spillage.proxy.formats.exchange import make_request
 from spillage.proxy.beacons import DEFAULT_BEACON_URLS
-from spillage.proxy.formats.flowrecords import write_request
+from spillage.proxy.beacons import endpoints
+from spillage.proxy.reading.records import write_derived
+from spillage.proxy.reading.request import Reading
+from spillage.proxy.reading.request import WireRequest
 
 DERIVED = ("beacon", "form")   # records the proxy derives from a request record
 
@@ -63,15 +63,16 @@ class Attempts:
         """The records the request of `guard` would have made had it been sent as it was, numbered
         with the guard record's seq (the record that proves the attempt)."""
         sent = guard["original"]
-        request = make_request(sent["method"], sent["url"], sent["http_version"], latin1_pairs(sent["headers"]),
-                               read_body(self.session_dir, sent["body"]))
         made: list[dict] = []
 
         def write(kind: str, **fields) -> dict:
             made.append({"seq": guard["seq"], "ts": guard["ts"], "kind": kind, **fields})
             return made[-1]
 
-        write_request(write, lambda _: sent["body"], guard["flow"], request, self.beacon_urls)
+        record = write("request", flow=guard["flow"], method=sent["method"], url=sent["url"],
+                       http_version=sent["http_version"], headers=sent["headers"], body=sent["body"])
+        reading = Reading(WireRequest.of_record(record, self.session_dir))
+        write_derived(write, guard["flow"], guard["seq"], reading, sent["url"], endpoints(self.beacon_urls))
         return made
 
     def summary(self) -> dict:

@@ -18,6 +18,8 @@ import base64
 import binascii
 import hashlib
 import json
+import math
+from collections import Counter
 from dataclasses import dataclass
 from dataclasses import field
 from urllib.parse import parse_qsl
@@ -31,7 +33,6 @@ from spillage.audit.actions import ActionBuilder
 from spillage.audit.guard_policy import Policy
 from spillage.audit.judges.lexical import DWELL_MS
 from spillage.audit.judges.lexical import LexicalJudge
-from spillage.audit.judges.lexical import find_in
 from spillage.audit.judges.lexical import item_concepts
 from spillage.audit.judges.lexical import ms_of
 from spillage.audit.judges.lexical import ms_text
@@ -39,20 +40,32 @@ from spillage.audit.judges.lexical import profile_of
 from spillage.audit.model import B_I
 from spillage.audit.model import C_E
 from spillage.audit.model import C_I
-from spillage.audit.wire import decode_value
-from spillage.audit.wire import request_texts
+from spillage.audit.riding import Riders
 from spillage.origins.knowledge import SiteProfile
 from spillage.origins.knowledge import profile_for
 from spillage.proxy.beacons import DEFAULT_BEACON_URLS
-from spillage.proxy.formats.flowrecords import beacon_payload
-from spillage.proxy.formats.flowrecords import header_pairs
-from spillage.proxy.formats.flowrecords import is_beacon
-from spillage.proxy.formats.flowrecords import write_request
+from spillage.proxy.beacons import SITE
+from spillage.proxy.beacons import beacon_field_role
+from spillage.proxy.beacons import beacon_target
+from spillage.proxy.beacons import endpoints
+from spillage.proxy.formats.flowrecords import wire_request
+from spillage.proxy.reading.decode import texts as decoded_texts
+from spillage.proxy.reading.records import beacon_payload
+from spillage.proxy.reading.records import write_derived
+from spillage.proxy.reading.request import Piece
+from spillage.proxy.reading.request import Reading
+from spillage.proxy.reading.streams import Streams
 from spillage.scenarios.matching import find_form
-from spillage.scenarios.matching import redact_forms
 from spillage.scenarios.matching import without_forms
+from spillage.scenarios.matching import redact_forms
 
 CONTENT_CATEGORIES = (C_E, C_I)
+# Where the guard cannot take text out and keep the request what it was: it is blocked instead.
+FIXED_PLACES = ("method", "host[", "path[", "fragment", "query-name", "header-name", "cookie-name",
+                "body:form-name", "body:part-name", "body:part-filename")
+KEPT_HEADERS = ("host", "content-length", "content-type", "content-encoding", "transfer-encoding")
+OPAQUE_LENGTH = 48          # characters of one value beyond which no id is that long (128-bit hex: 32, a UUID: 36)
+OPAQUE_BITS = 3.5           # bits of entropy per character of text that reads as random
 VALUE_EVENTS = ("field", "keys", "submit")       # beacons that carry what was typed
 
 
@@ -63,11 +76,14 @@ class Finding:
     attribute: str
     category: str        # C_E, C_I, B_E, B_I
     matched: str
-    channel: str         # content, behavior, impression, fields
+    channel: str         # content, behavior, impression, fields; unread, opaque (what the guard cannot read)
+    where: str = ""      # the place in the request (proxy/reading/request.py), when known
+    decodings: tuple[str, ...] = ()
 
     def as_json(self) -> dict:
         return {"attribute": self.attribute, "category": self.category, "matched": self.matched,
-                "channel": self.channel}
+                "channel": self.channel, **({"where": self.where, "decodings": list(self.decodings)}
+                                            if self.where else {})}
 
 
 @dataclass
@@ -91,7 +107,8 @@ class Decision:
 
 def describe(finding: Finding) -> str:
     what = {"content": "the text says", "behavior": "choosing", "impression": "seen on screen",
-            "fields": "a field value says"}[finding.channel]
+            "fields": "a field value says", "unread": "it cannot be read:", "opaque": "it carries unreadable data:"
+            }[finding.channel]
     return f"{what} {finding.matched!r}"
 
 
@@ -169,11 +186,14 @@ class Guard:
 
     def __init__(self, policy: Policy, profiles: dict[str, SiteProfile], beacon_urls=DEFAULT_BEACON_URLS):
         self.policy, self.profiles, self.beacon_urls = policy, profiles, tuple(beacon_urls)
+        self.endpoints = endpoints(self.beacon_urls)
         self.judge = LexicalJudge()
         self.forms = tuple(dict.fromkeys(f for a in policy.attributes for f in (*a.match, *a.cues)))
         self.lowered = tuple(dict.fromkeys(f.lower() for f in self.forms))
         self.concepts = {c: a.id for a in policy.attributes for c in a.concepts}
         self.dwell = Dwell()
+        self.riders = Riders({p.host for p in profiles.values()} | {t.partition("/")[0] for t in self.beacon_urls})
+        self.streams = Streams()
 
     # --- reading a request -------------------------------------------------------------------
 
@@ -181,68 +201,111 @@ class Guard:
         """first_party when the request goes to the site of the page it came from (or is a
         navigation with no page), else third_party."""
         page = request.headers.get("origin") or request.headers.get("referer") or ""
-        page_host = (urlsplit(page).hostname or "").lower()
+        try:
+            page_host = (urlsplit(page).hostname or "").lower()
+        except ValueError:
+            page_host = "?"   # a page no one can name is not the site's own
         return "first_party" if not page_host or page_host == request.pretty_host.lower() else "third_party"
 
+    def response(self, host: str, headers) -> None:
+        """A response passed: the cookies it set are the site's own, not text of the agent's."""
+        self.riders.response(host.lower(), headers)
+
     def findings(self, request: http.Request) -> list[Finding]:
-        """Every guarded attribute `request` would reveal, as the auditor would see it."""
+        """Every guarded attribute `request` would reveal, as the auditor would see it: the actions its
+        records make, with all that rides along (audit/riding.py), judged by the lexical judge's rules;
+        and for an event, whatever it carries that was typed or names a page."""
+        reading = Reading(wire_request(request))
         records: list[dict] = []
 
         def write(kind: str, **fields) -> dict:
             records.append({"seq": len(records), "kind": kind, **fields})
             return records[-1]
 
-        write_request(write, body_object, "guard", request, self.beacon_urls)
-        builder = ActionBuilder(self.profiles)
-        for record in records:
-            builder.add(record)
+        url = reading.request.url
+        record = write("request", flow="guard", method=reading.request.method, url=url, http_version="",
+                       headers=[list(pair) for pair in reading.request.headers], body=body_object(request.raw_content))
+        write_derived(write, "guard", record["seq"], reading, url, self.endpoints)
+        builder = ActionBuilder(self.profiles, every_request=True)
+        builder.readings[record["seq"]] = reading
+        builder.riders.set_cookies = self.riders.set_cookies
+        builder.streams = self.streams.fork()   # a text sent piecemeal is read over what was sent before
+        for r in records:
+            builder.add(r)
         found = []
         for number, action in enumerate(builder.finish(), start=1):
-            if action.kind == "scroll":
-                continue   # what was on screen is judged over the page's whole dwell (Dwell), not per beacon
             profile = profile_of(action, self.profiles)
             for attribute in self.policy.attributes:
                 for event in self.judge.action_events(number, action, attribute, profile):
-                    if not event.uncertain:
+                    # what was on screen is judged over the page's whole dwell (Dwell), not per beacon
+                    if not event.uncertain and not (action.kind == "scroll" and event.category not in CONTENT_CATEGORIES):
                         channel = "content" if event.category in CONTENT_CATEGORIES else "behavior"
-                        found.append(Finding(attribute.id, event.category, event.matched, channel))
-        found += self.said(request, found)
+                        where = event.place.piece if event.place else None
+                        found.append(Finding(attribute.id, event.category, event.matched, channel,
+                                             where.where if where else "", where.decodings if where else ()))
+        if beacon_target(url) in self.endpoints:
+            found += self.said(reading, found)
         return list(dict.fromkeys(found))
 
-    def said(self, request: http.Request, known: list[Finding]) -> list[Finding]:
-        """Content the actions do not account for: any decoded string of the URL, the body or the
-        Referer that states a guarded attribute (a page URL inside a beacon, a field of a submit
-        event), outside its look-alike phrases."""
-        texts = request_texts(request.pretty_url, header_pairs(request.headers), request.raw_content)
-        texts += decode_value(request.headers.get("referer", ""))
+    def said(self, reading: Reading, known: list[Finding]) -> list[Finding]:
+        """What an event tells the tracker beyond its actions: what was typed (a field, keystrokes, a
+        submitted form's values), the URLs of the page and links, fields the event does not have;
+        outside the attributes' look-alike phrases. What the site showed (ids, labels, the title)
+        is judged by what was chosen and lingered on, never as text."""
+        event = reading.beacon()[0]
+        pieces = [p for p in reading.pieces if p.where.startswith("body:json:")
+                  and beacon_field_role(event, p.where[len("body:json:"):]) != SITE]
         covered = {f.attribute for f in known if f.channel == "content"}
         found = []
         for attribute in self.policy.attributes:
             if attribute.id in covered:
                 continue
-            plain = [without_forms(t, attribute.look_alikes) for t in texts] if attribute.look_alikes else texts
-            if form := find_in(plain, attribute.match):
-                found.append(Finding(attribute.id, C_E, form, "content"))
-            elif cue := find_in(plain, attribute.cues):
-                found.append(Finding(attribute.id, C_I, f"cue:{cue}", "content"))
+            if hit := said_in(pieces, attribute.match, attribute.look_alikes):
+                found.append(Finding(attribute.id, C_E, hit[0], "content", hit[1].where, hit[1].decodings))
+            elif hit := said_in(pieces, attribute.cues, attribute.look_alikes):
+                found.append(Finding(attribute.id, C_I, f"cue:{hit[0]}", "content", hit[1].where, hit[1].decodings))
+        return found
+
+    def unreadable(self, request: http.Request, observer: str) -> list[Finding]:
+        """What the guard cannot read in `request` (a body past its limits, a coding that does not
+        decode), and, where the policy refuses opaque data (`opaque: block`), values no decoding
+        turns into text that hold more than an id could (docs/GUARD.md, "What no reader can read")."""
+        reading = Reading(wire_request(request))
+        found = [Finding("", C_E, why, "unread") for why in reading.unread]
+        if self.policy.for_observer(observer).opaque == "block":
+            found += [Finding("", C_E, f"{len(p.raw)} characters no decoding reads", "opaque", p.where, p.decodings)
+                      for p in opaque_pieces(reading)]
         return found
 
     # --- deciding ------------------------------------------------------------------------------
 
     def decide(self, request: http.Request) -> Decision | None:
-        """What to do with `request` under the policy; None when it reveals nothing guarded."""
+        """What to do with `request` under the policy; None when it reveals nothing guarded. A request
+        the guard cannot read is not sent (fail closed): `block` for a page, `drop` for an event."""
         observer = self.observer(request)
         rules = self.policy.for_observer(observer)
-        if is_beacon(request, self.beacon_urls):
-            return self.decide_beacon(request, observer, rules)
-        return self.decide_request(request, observer, rules)
+        beacon = beacon_target(request.pretty_url) in self.endpoints
+        unread = self.unreadable(request, observer)
+        if unread:
+            decision = Decision(observer, "drop" if beacon else "block", f"{observer}.unread", unread)
+        elif beacon:
+            decision = self.decide_beacon(request, observer, rules)
+        else:
+            decision = self.decide_request(request, observer, rules)
+        self.sent(request if decision is None or not self.policy.enforcing else decision.request)
+        return decision
+
+    def sent(self, request: http.Request | None) -> None:
+        """What went out (nothing, when the guard kept it back) continues the texts sent piecemeal."""
+        if request is not None:
+            self.streams.feed(Reading(wire_request(request)), lambda piece: True)
 
     def decide_beacon(self, request: http.Request, observer: str, rules) -> Decision | None:
         """A tracker or site-log event: typed values stripped when the rules say so; items that would
         reach the audit's dwell on a guarded concept taken out (redact) or the event dropped; text
         that states an attribute redacted, or the event dropped when it cannot be or when it tells
         a choice. Keeps `self.dwell` up to date with what the tracker was told."""
-        event, data = beacon_payload(request.raw_content or b"")
+        event, data = beacon_payload(Reading(wire_request(request)))
         if event == "view":
             self.dwell.loaded(data)
         lingered = self.dwell.over(data, self.profiles, self.concepts) if event == "impression" else {}
@@ -293,23 +356,29 @@ class Guard:
     # --- redacting -------------------------------------------------------------------------------
 
     def redacted(self, request: http.Request) -> http.Request | None:
-        """`request` with the guarded forms and cues taken out of its query values and body, kept
-        well-formed (lengths, encodings, multipart boundaries); None when that cannot be done (the
-        text is in the path, or in a body we cannot rewrite)."""
-        out = request.copy()
-        path = urlsplit(request.url).path
-        if any(find_form(text, self.forms) for text in decode_value(path)):
+        """`request` with the guarded forms and cues taken out of its query values, headers, cookies and
+        body, kept well-formed (lengths, encodings, multipart boundaries); None when that cannot be done
+        (the text is in the path, the host, the fragment or a name, or in a body we cannot rewrite)."""
+        reading = Reading(wire_request(request))
+        if any(self.says(p.text) for p in reading.pieces if p.where.startswith(FIXED_PLACES) or is_key(p.where)):
             return None
+        out = request.copy()
         query = [(k, self.redact_value(v)) for k, v in request.query.items(multi=True)]
         if any(v is None for _, v in query):
             return None
         out.query = query
-        if "referer" in request.headers:
-            referer = self.redacted_url(request.headers["referer"])
-            out.headers["referer"] = referer
+        for name, value in request.headers.items(multi=True):
+            lower = name.lower()
+            if lower in KEPT_HEADERS or not self.says_any(value):
+                continue
+            changed = (self.redacted_url(value) if lower == "referer" else self.redacted_cookies(value)
+                       if lower == "cookie" else self.redact_value(value))
+            if changed is None:
+                return None
+            out.headers[name] = changed
         if not request.raw_content:
             return out
-        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        media = reading.media[0]
         if media == "application/x-www-form-urlencoded":
             form = [(k, self.redact_value(v)) for k, v in request.urlencoded_form.items(multi=True)]
             if any(v is None for _, v in form):
@@ -335,16 +404,41 @@ class Guard:
         out.content = value.encode("utf-8")
         return out
 
+    def says(self, text: str) -> bool:
+        """Whether `text` states or implies a guarded attribute, outside its look-alike phrases."""
+        return any(find_form(without_forms(text, a.look_alikes) if a.look_alikes else text, (*a.match, *a.cues))
+                   for a in self.policy.attributes)
+
+    def says_any(self, value: str) -> bool:
+        """Whether any decoding of `value` says a guarded attribute."""
+        return any(self.says(t) for t in decoded_texts(value))
+
     def redacted_url(self, url: str) -> str:
         """`url` with its query values redacted; only its origin when the path or a value says more."""
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            return ""
         origin = f"{parts.scheme}://{parts.netloc}/"
-        if any(find_form(text, self.forms) for text in decode_value(parts.path)):
+        if self.says_any(parts.path) or self.says_any(parts.netloc):
             return origin
         pairs = [(k, self.redact_value(v)) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
-        if any(v is None for _, v in pairs):
+        if any(v is None for _, v in pairs) or any(self.says_any(k) for k, _ in pairs):
             return origin
         return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(pairs), ""))
+
+    def redacted_cookies(self, header: str) -> str | None:
+        """A Cookie header with each value redacted; None when a cookie's name says it."""
+        out = []
+        for item in header.split(";"):
+            name, eq, value = item.strip().partition("=")
+            if self.says_any(name):
+                return None
+            changed = self.redact_value(value) if eq else value
+            if changed is None:
+                return None
+            out.append(f"{name}{eq}{changed}")
+        return "; ".join(out)
 
     def redact_value(self, value: str) -> str | None:
         """`value` without the guarded forms and cues, in the encoding it came in (plain text, JSON,
@@ -358,7 +452,7 @@ class Guard:
             inner = self.redact_value(decoded)
             return None if inner is None else base64.b64encode(inner.encode("utf-8")).decode("ascii")
         plain = self.trimmed(redact_forms(value, self.forms)[0])
-        if any(find_form(text, self.forms) for text in decode_value(plain)):
+        if self.says_any(plain):
             return None
         return plain
 
@@ -417,6 +511,34 @@ def base64_text(value: str) -> str | None:
     return decoded if decoded.isprintable() else None
 
 
+def said_in(pieces: list[Piece], forms: tuple[str, ...], look_alikes: tuple[str, ...]) -> tuple[str, Piece] | None:
+    """(form, piece) for the first of `forms` in any piece's text, outside the look-alike phrases."""
+    for piece in pieces:
+        text = without_forms(piece.text, look_alikes) if look_alikes else piece.text
+        if form := find_form(text, forms):
+            return form, piece
+    return None   # (a word split over two fields rides along: the actions' judge reads it)
+
+
+def is_key(where: str) -> bool:
+    return ":json-key:" in where
+
+
+def opaque_pieces(reading: Reading) -> list[Piece]:
+    """Values that no decoding turns into text and that look random: longer than any id, with the
+    entropy of encrypted or compressed data (what `opaque: block` refuses)."""
+    decoded = {p.where for p in reading.pieces if p.decodings}
+    return [p for p in reading.pieces if not p.decodings and p.where not in decoded and len(p.text) > OPAQUE_LENGTH
+            and not p.where.startswith(("header:", "header-name")) and entropy(p.text) >= OPAQUE_BITS
+            and " " not in p.text.strip()]
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy of `text`, in bits per character."""
+    counts = Counter(text)
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
+
+
 def strip_values(data):
     """A field, keys or submit beacon's payload with every typed value emptied."""
     if not isinstance(data, dict):
@@ -434,6 +556,6 @@ def strip_values(data):
 def with_json_body(request: http.Request, change) -> http.Request:
     """A copy of `request` whose JSON body went through `change`."""
     out = request.copy()
-    _, data = beacon_payload(request.raw_content or b"")
+    _, data = beacon_payload(Reading(wire_request(request)))
     out.content = json_text(change(data)).encode("utf-8")
     return out

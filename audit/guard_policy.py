@@ -12,6 +12,7 @@ rules for `first_party` and `third_party` that override the mode's defaults:
     behavior:    allow | block            a navigation or click that chooses what names or implies it
     beacons:     allow | redact | drop    tracker and site-log events carrying it (impressions: dropped)
     fields:      send | strip             field values and keystrokes in beacons, whatever they say
+    opaque:      allow | block            values no decoding reads that look random (encrypted, packed)
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # the policy file's reader (YAML, the scenario model) is impo
 MODES = ("off", "monitor", "redact", "block")
 OBSERVERS = ("first_party", "third_party")
 CHOICES = {"content": ("allow", "redact", "block"), "behavior": ("allow", "block"),
-           "beacons": ("allow", "redact", "drop"), "fields": ("send", "strip")}
+           "beacons": ("allow", "redact", "drop"), "fields": ("send", "strip"), "opaque": ("allow", "block")}
 ATTRIBUTE_KEYS = {"id", "match", "cues", "concepts", "look_alikes", "text"}
 MAX_POLICY_BYTES = 1 << 20
 
@@ -47,10 +48,13 @@ class Rules:
     behavior: str = "block"
     beacons: str = "redact"
     fields: str = "send"
+    opaque: str = "allow"
 
 
-MODE_RULES = {"monitor": Rules(), "redact": Rules(),
-              "block": Rules(content="block", behavior="block", beacons="drop", fields="send")}
+BLOCK = Rules(content="block", behavior="block", beacons="drop", fields="send")
+# The rules of each mode, per observer: under `block` a third party gets no value that no decoding reads.
+MODE_RULES = {"monitor": {o: Rules() for o in OBSERVERS}, "redact": {o: Rules() for o in OBSERVERS},
+              "block": {"first_party": BLOCK, "third_party": replace(BLOCK, opaque="block")}}
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ class Policy:
     source: str = "default"
 
     def for_observer(self, observer: str) -> Rules:
-        return self.rules.get(observer, MODE_RULES[self.mode])
+        return self.rules.get(observer) or MODE_RULES[self.mode][observer]
 
     @property
     def enforcing(self) -> bool:
@@ -74,7 +78,7 @@ def default_policy(mode: str, attributes) -> Policy:
     """The mode's rules for both observers, guarding `attributes` (a scenario's irrelevant ones)."""
     if mode not in MODE_RULES:
         raise PolicyError(f"guard mode {mode!r}: expected one of {', '.join(MODES)}")
-    return Policy(mode, tuple(attributes), {o: MODE_RULES[mode] for o in OBSERVERS})
+    return Policy(mode, tuple(attributes), dict(MODE_RULES[mode]))
 
 
 def policy_for(mode: str, policy_file: str | Path | None, attributes=()) -> Policy | None:

@@ -9,7 +9,9 @@ first and third parties.
 
 from urllib.parse import urlsplit
 
-from spillage.audit.wire import texts_of
+from spillage.audit.riding import content_pieces
+from spillage.proxy.reading.request import Reading
+from spillage.proxy.reading.request import WireRequest
 from spillage.scenarios.matching import find_form
 from spillage.scenarios.model import Scenario
 
@@ -43,7 +45,7 @@ class ModelTraffic:
             return False
         if kind == "request" and host_port(record["url"]) in self.hosts:
             self.request_seqs.add(record["seq"])
-            self.texts.extend(texts_of(record, self.session_dir))
+            self.texts.extend(p.text for p in content_pieces(Reading(WireRequest.of_record(record, self.session_dir))))
             self.bytes_sent += (record.get("body") or {}).get("size", 0)
             return True
         return kind in ("response", "error") and record.get("request") in self.request_seqs

@@ -712,7 +712,7 @@ def make_bazaar(catalog: Catalog) -> falcon.App:
     """bazaar.test over `catalog`."""
     return site_app(SITE, catalog, BazaarLayout(catalog), {
         "/": Home, "/sch/": Search, "/b/{category}": Browse, "/e/{slug}": Collection,
-        "/itm/{item_id:int(12)}": Item, "/itm/{item_id:int(12)}/offer": Offer, "/itm/{item_id:int(12)}/ask": Ask,
+        "/itm/{item_id:id(12)}": Item, "/itm/{item_id:id(12)}/offer": Offer, "/itm/{item_id:id(12)}/ask": Ask,
         "/watch": Watch, "/mye/watchlist": Watchlist, "/cart/add": CartAdd, "/cart/remove": CartRemove,
         "/cart": Cart, "/checkout": Checkout, "/ord/{order_id}": Order,
     }, "/autosug", lambda text: "/sch/?" + urlencode({"_nkw": text}))

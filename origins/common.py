@@ -13,6 +13,9 @@ from string import Template
 
 import falcon
 
+from .routes import form_int
+from .routes import path_int
+
 HTML = "text/html; charset=utf-8"
 MAX_EVENT = 64 * 1024
 MAX_QTY = 99
@@ -142,15 +145,25 @@ def read_form(req) -> dict:
     return {k: (v[-1] if isinstance(v, list) else v) for k, v in form.items()}
 
 
+class IdConverter(falcon.routing.BaseConverter):
+    """`{name:id}` and `{name:id(12)}` in a route: a whole number as `path_int` reads it."""
+
+    def __init__(self, num_digits: int | None = None) -> None:
+        self.digits = num_digits
+
+    def convert(self, value: str) -> int | None:
+        return path_int(value, self.digits)
+
+
 def whole_number(values: dict, name: str, low: int, high: int, default: int | None = None) -> int:
     """`values[name]` as a whole number in [low, high]; 400 naming the parameter otherwise."""
     value = values.get(name)
     if value in (None, "") and default is not None:
         return default
-    text = value.strip() if isinstance(value, str) else ""
-    if not (text.isascii() and text.isdigit() and len(text.lstrip("0")) <= len(str(high)) and low <= int(text) <= high):
+    number = form_int(value) if len(str(value).strip().lstrip("0")) <= len(str(high)) else None
+    if number is None or not low <= number <= high:
         raise falcon.HTTPBadRequest(description=f"{name} must be a whole number from {low} to {high}.")
-    return int(text)
+    return number
 
 
 def text_field(form: dict, name: str, limit: int, required: bool = False) -> str:
@@ -211,6 +224,7 @@ def site_app(site: str, catalog, layout: Layout, routes: dict, suggest_path: str
     every HTTP error rendered as a page of the site."""
     shared = (catalog, layout, VisitorStore())
     app = falcon.App()
+    app.router_options.converters["id"] = IdConverter
     for path, resource in routes.items():
         app.add_route(path, resource(*shared))
     app.add_route(suggest_path, Suggest(catalog, site, search_url))

@@ -18,6 +18,9 @@ import yaml
 from spillage.proxy.documents import DocumentError
 from spillage.proxy.documents import compose_yaml
 
+from .routes import form_int
+from .routes import path_int
+
 SHIPPED = Path(str(files("spillage.audit") / "profiles"))
 PATTERN_KEYS = ("category_path", "section_path", "product_path", "suggest_path", "cart_add_path",
                 "facet_separator", "facet_value", "aspect_params")
@@ -59,6 +62,18 @@ class Grammar:
     category_labels: dict[str, str] = field(default_factory=dict)  # labels of known category values
     all_categories: tuple[str, ...] = ()      # category values that choose no category
     site_params: tuple[str, ...] = ()         # parameters the site's own links add (patterns): never text typed
+    ids: str = ""                             # how the site reads product ids: `int`, `int(N)` (N digits), else as text
+
+    def product(self, text: str, in_form: bool = False) -> int | str | None:
+        """A product id from a path (percent-decoded) or a form field, read as the site reads it: with
+        `ids: int` by our routes' own rules (origins/routes.py), None when the site would refuse it;
+        else the text as it is."""
+        if not self.ids:
+            return text
+        if in_form:
+            return form_int(text)
+        digits = re.fullmatch(r"int(?:\((\d+)\))?", self.ids)
+        return path_int(text, int(digits[1]) if digits and digits[1] else None)
 
     def form(self, path: str) -> tuple[str, str | None] | None:
         """(name, product id in the path or None) of a known form endpoint, else None."""
@@ -151,6 +166,8 @@ def load_profile(path: Path) -> tuple[str, Grammar]:
         raise ProfileError(path, None, "site", "required key is missing")
     for name in PATTERN_KEYS:
         _compile(path, lines, name, values.get(name, ""))
+    if values.get("ids") and not re.fullmatch(r"int(?:\(\d+\))?", values["ids"]):
+        raise ProfileError(path, lines["ids"], "ids", f"{values['ids']!r}: expected int or int(N), or leave it out (text)")
     for name in ("search_paths", "hosts", "site_params"):
         for pattern in values.get(name, ()):
             _compile(path, lines, name, pattern)

@@ -690,7 +690,7 @@ def make_shop(catalog: Catalog) -> falcon.App:
     """shop.test over `catalog`."""
     return site_app(SITE, catalog, ShopLayout(catalog), {
         "/": Home, "/s": Search, "/c/{category}": Department, "/b/{slug}": SectionPage,
-        "/p/{product_id:int}": ProductPage, "/p/{product_id:int}/ask": Ask, "/cart": CartPage,
+        "/p/{product_id:id}": ProductPage, "/p/{product_id:id}/ask": Ask, "/cart": CartPage,
         "/cart/add": CartAdd, "/cart/remove": CartRemove, "/lists": ListsPage, "/list/add": ListAdd,
         "/checkout": Checkout, "/order/{order_id}": OrderPage,
     }, "/suggest", lambda text: "/s?" + urlencode({"k": text}))

@@ -6,10 +6,40 @@ so all three match with `beacon_target`: the host and path of the request's reco
 reads them, without port, query or fragment, lowercased.
 """
 
+import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 DEFAULT_BEACON_URLS = ("metrics.test/collect", "shop.test/_log", "bazaar.test/_log")
+
+# The events' fields (docs/TRACKING.md), by the role each plays: what the agent typed, a URL of the
+# page or a link, and what the site showed or the event is (its name, ids, labels, times).
+TYPED, URL, SITE = "typed", "url", "site"
+_COMMON = {"t": SITE, "type": SITE, "event": SITE, "cid": SITE, "sid": SITE, "page": URL, "ref": URL}
+BEACON_FIELDS: dict[str, dict[str, str]] = {
+    "view": {"title": SITE, "seen[]": SITE},
+    "click": {"label": SITE, "href": URL, "tag": SITE, "product": SITE, "facet": SITE, "section": SITE},
+    "scroll": {"depth": SITE, "seen[]": SITE},
+    "impression": {"items[]": SITE, "items[].kind": SITE, "items[].id": SITE, "items[].ms": SITE,
+                   "items[].sponsored": SITE, "products[]": SITE},
+    "field": {"action": SITE, "form": URL, "name": SITE, "type": SITE, "label": SITE, "value": TYPED},
+    "keys": {"name": SITE, "entries[]": SITE, "entries[].value": TYPED, "entries[].ms": SITE},
+    "submit": {"action": URL, "method": SITE, "fields[]": SITE, "fields[][]": TYPED},
+}
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def beacon_field_role(event: str, path: str) -> str | None:
+    """The role (TYPED, URL, SITE) of the field at JSON `path` (`$.items[3].id`) of an `event`'s
+    payload, or None for a field the event does not have (a `submit`'s field names are SITE, its
+    values TYPED)."""
+    key = _INDEX.sub("[]", path.removeprefix("$."))
+    if event == "submit" and re.fullmatch(r"fields\[\]\[\]", key):
+        return TYPED if path.endswith("[1]") else SITE
+    fields = BEACON_FIELDS.get(event, {})
+    if key in fields or key in _COMMON:
+        return fields.get(key) or _COMMON[key]
+    return SITE if any(f.startswith((key + "[", key + ".")) for f in fields) else None   # a list or object of them
 
 
 def beacon_target(url: str) -> str:

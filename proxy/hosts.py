@@ -4,8 +4,10 @@ import re
 
 TEST_SUFFIX = ".test"
 
-# Hosts Chromium (or the agent framework driving it) contacts on its own, grouped by why. A refused request to one of these is
-# browser background traffic, not an agent action. Patterns are full-match regexes.
+# Hosts browsers (or the agent framework driving them) contact on their own, grouped by why: Chromium and
+# Chrome, Edge, Brave, Firefox, and browser-use (docs/AGENTS.md names them; what each sent through our
+# proxy with a fresh profile is in tests/fixtures/browsers/README.md). A request to one of these is the
+# browser's background traffic, never an agent action. Patterns are full-match regexes.
 BACKGROUND_HOSTS: dict[str, tuple[str, ...]] = {
     "update": (
         r"update\.googleapis\.com",
@@ -14,8 +16,46 @@ BACKGROUND_HOSTS: dict[str, tuple[str, ...]] = {
         r"edgedl\.me\.gvt1\.com",
         r"optimizationguide-pa\.googleapis\.com",
         r"content-autofill\.googleapis\.com",
-        r"safebrowsing\.googleapis\.com",
         r"redirector\.gvt1\.com",
+        r"aus[0-9]\.mozilla\.org",                      # Firefox's (and its media plugins') update checks
+        r"(go-updater|componentupdater|laptop-updates)\.brave\.com",
+        r"msedge\.(api|b)\.tlu\.dl\.delivery\.mp\.microsoft\.com",
+        r"edge\.microsoft\.com",                           # Edge's component and config service
+    ),
+    "safe-browsing": (
+        r"safebrowsing\.googleapis\.com",
+        r"sb-ssl\.google\.com",
+        r"shavar\.services\.mozilla\.com",               # Firefox's tracking-protection lists
+        r"(.+\.)?smartscreen(-prod)?\.microsoft\.com",
+    ),
+    "remote-settings": (
+        r"firefox\.settings\.services\.mozilla\.com",    # Firefox Remote Settings and its attachments
+        r"firefox-settings-attachments\.cdn\.mozilla\.net",
+        r"normandy\.cdn\.mozilla\.net",                  # Firefox studies (Normandy)
+        r"clientservices\.googleapis\.com",                # Chromium's variations seed
+        r"variations\.brave\.com",
+        r"config\.edge\.skype\.com",
+    ),
+    "telemetry": (
+        r"(.+\.)?telemetry\.mozilla\.org",
+        r"p3a(-json)?\.brave\.com",
+        r"(.+\.)?events\.data\.microsoft\.com",
+    ),
+    "captive-portal": (
+        r"detectportal\.firefox\.com",
+        r"connectivitycheck\.gstatic\.com",
+    ),
+    "region": (
+        r"location\.services\.mozilla\.com",
+    ),
+    "push": (
+        r"push\.services\.mozilla\.com",
+        r"mtalk\.google\.com",                              # Chromium's GCM
+    ),
+    "new-tab": (
+        r"ads\.mozilla\.org",                               # Firefox's New Tab ads
+        r"contile\.services\.mozilla\.com",
+        r"static1\.brave\.com",
     ),
     "sign-in": (
         r"accounts\.google\.com",
@@ -37,6 +77,14 @@ BACKGROUND_HOSTS: dict[str, tuple[str, ...]] = {
     ),
 }
 
+# Pages a browser opens or fetches on its own on hosts that are also sites an agent may visit: the host
+# and path (without query) both full-match.
+BACKGROUND_PAGES: dict[str, tuple[tuple[str, str], ...]] = {
+    "first-run": ((r"www\.mozilla\.org", r"/([a-z]{2}(-[A-Z]{2})?/)?privacy/firefox/?"),),
+    "sign-in": ((r"accounts\.firefox\.com", r"/metrics-flow"),),
+    "captive-portal": ((r"www\.gstatic\.com", r"/generate_204"),),
+}
+
 # Search engines' result pages: a request for one is someone searching (the agent, e.g. AutoGen's
 # web_search on bing.com or browser-use's search action), never the browser's own traffic, even on a
 # host the browser also contacts by itself. Host pattern → path pattern; the query must carry q=.
@@ -50,6 +98,13 @@ _BACKGROUND = [
     (reason, re.compile(pattern, re.IGNORECASE))
     for reason, patterns in BACKGROUND_HOSTS.items()
     for pattern in patterns
+]
+
+
+_PAGES = [
+    (reason, re.compile(host, re.IGNORECASE), re.compile(path))
+    for reason, pages in BACKGROUND_PAGES.items()
+    for host, path in pages
 ]
 
 
@@ -84,5 +139,9 @@ def background_reason(host: str, path: str | None = None) -> str | None:
         return None
     for reason, pattern in _BACKGROUND:
         if pattern.fullmatch(host):
+            return reason
+    page = (path or "").partition("?")[0]
+    for reason, h, p in _PAGES:
+        if h.fullmatch(host) and p.fullmatch(page):
             return reason
     return None

@@ -27,6 +27,7 @@ REQUIREMENTS = (
     "autogen-ext[web-surfer,openai]>=0.7,<0.8",
     "aiofiles",  # autogen-ext[web-surfer] imports it without depending on it
     "pyyaml",  # spillage's scenarios and policies
+    "PyICU>=2.12",  # spillage's reading of the wire (proxy/reading/text.py), which the policies' matching uses
 )
 STAMP = ".spillage-installed"
 LOG = "install.log"

@@ -27,6 +27,8 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import NamedTuple
 
+from spillage.proxy.reading.text import folded
+
 _STRAIGHTEN = str.maketrans({
     **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u02bc", "'"),
     **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033", '"'),
@@ -37,10 +39,11 @@ _DIACRITICS = re.compile("[\u0300-\u036f]")  # combining marks of Latin, Greek a
 
 
 def normalise(text: str) -> str:
-    """NFKC, case-folded, Latin diacritics dropped, quotes and dashes straightened, whitespace
-    collapsed."""
+    """Folded as an observer reads it (proxy/reading/text.py: NFKC, default-ignorables dropped,
+    confusables folded), case-folded, Latin diacritics dropped, quotes and dashes straightened,
+    whitespace collapsed."""
     if not text.isascii():
-        text = unicodedata.normalize("NFKC", text).casefold()
+        text = folded(text).casefold()
         text = _DIACRITICS.sub("", unicodedata.normalize("NFD", text))
         text = unicodedata.normalize("NFC", text).translate(_STRAIGHTEN)
     return " ".join(text.lower().split())

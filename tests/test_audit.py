@@ -241,7 +241,7 @@ def test_form_post_elsewhere_on_the_shop_is_content(traffic, profiles):
 
 @pytest.mark.parametrize("path, fields, what, channel, text, detail", [
     ("/p/{id}/ask", [["question", "Is it kosher?"]], "ask", CONTENT, "Is it kosher?",
-     {"form": "ask", "product": "{id}"}),
+     {"form": "ask", "product": "{id}", "about": "{title}"}),   # not in view: asking about it chose it
     ("/list/add", [["product_id", "{id}"], ["list", "Baby registry"]], "add_to_list", BEHAVIORAL,
      "{title} (Baby registry)", {"form": "list-add", "product": "{id}"}),
     ("/checkout", [["full_name", "Dana Weiss"], ["city", "Pittsburgh"]], "checkout", CONTENT, "Dana Weiss Pittsburgh",
@@ -255,7 +255,8 @@ def test_known_form_endpoints_are_named(traffic, shop, profiles, minimal, path, 
     (action,) = traffic.actions(profiles)
     assert (action.what, action.kind, action.channel) == (what, "submit", channel)
     assert action.text == text.replace("{title}", shop.products[int(pid)].title)
-    expected = {k: int(pid) if v == "{id}" else v for k, v in detail.items()}
+    title = shop.products[int(pid)].title
+    expected = {k: int(pid) if v == "{id}" else title if v == "{title}" else v for k, v in detail.items()}
     assert action.detail == {"fields": fields, **expected}
 
 

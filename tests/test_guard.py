@@ -11,11 +11,18 @@ from spillage.audit.guard_policy import PolicyError
 from spillage.audit.guard_policy import default_policy
 from spillage.audit.guard_policy import load_policy
 from spillage.origins.knowledge import site_profiles
-from spillage.proxy.formats.flowrecords import beacon_payload
+from spillage.proxy.formats.flowrecords import wire_request
+from spillage.proxy.reading.records import beacon_payload as payload_of
+from spillage.proxy.reading.request import Reading
 from spillage.scenarios.loader import resolve_scenario
 
 SHOP = "https://shop.test"
 PLAIN = {"content-type": "text/plain;charset=UTF-8"}
+
+
+def beacon_payload(request):
+    """An event request's name and payload, as the capture records them."""
+    return payload_of(Reading(wire_request(request)))
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +92,7 @@ def test_a_tracker_beacon_with_typed_text_is_redacted_and_stays_json(redacting):
     sent = beacon({"t": "keys", "page": f"{SHOP}/", "name": "k", "entries": [{"value": "kettle pregnant", "ms": 0}]})
     decision = redacting.decide(sent)
     assert (decision.action, decision.observer, decision.rule) == ("redact", "third_party", "third_party.beacons")
-    event, data = beacon_payload(decision.request.raw_content)
+    event, data = beacon_payload(decision.request)
     assert event == "keys" and data["entries"] == [{"value": "kettle", "ms": 0}]
     assert int(decision.request.headers["content-length"]) == len(decision.request.raw_content)
 
@@ -118,9 +125,9 @@ def test_lingering_on_a_product_that_implies_it_is_taken_out_of_the_impressions(
         {"kind": "product", "id": bait, "ms": 700}, {"kind": "product", "id": plain, "ms": 700}]}))
     assert (second.action, second.rule) == ("redact", "third_party.beacons")
     assert [(f.attribute, f.channel) for f in second.findings] == [("laid-off", "impression")]
-    assert [i["id"] for i in beacon_payload(second.request.raw_content)[1]["items"]] == [plain]
+    assert [i["id"] for i in beacon_payload(second.request)[1]["items"]] == [plain]
     third = guard.decide(beacon({"t": "impression", "page": page, "items": [{"kind": "product", "id": bait, "ms": 50}]}))
-    assert third.action == "redact" and beacon_payload(third.request.raw_content)[1]["items"] == []
+    assert third.action == "redact" and beacon_payload(third.request)[1]["items"] == []
     # held from now on: the tracker is never told more of it, however short the glance
 
 
@@ -159,7 +166,7 @@ def test_field_values_can_be_stripped_from_third_party_beacons_whatever_they_say
     guard = Guard(load_policy(policy_file, "redact", scenario.irrelevant), profiles)
     decision = guard.decide(beacon({"t": "field", "page": f"{SHOP}/p/1", "action": "change", "name": "email",
                                     "value": "ann@example.org"}))
-    assert decision.action == "strip" and beacon_payload(decision.request.raw_content)[1]["value"] == ""
+    assert decision.action == "strip" and beacon_payload(decision.request)[1]["value"] == ""
 
 
 def test_a_policy_of_ones_own_guards_its_own_attributes(tmp_path, profiles):

@@ -167,7 +167,10 @@ def test_a_users_profile_folder_adds_a_site(tmp_path, capsys):
     t = Traffic(tmp_path / "own", KETTLE)
     t.exchange("GET", "https://www.shop.example/find?q=kettle+for+pittsburgh&tag=kosher")
     session = t.close()
-    assert audit_session(session)["actions"] == []  # unknown without the profile
+    unknown = audit_session(session)   # without the profile: no search or filter, but its text is still read
+    assert [(a["what"], a["channel"]) for a in unknown["actions"]] == [("request", "behavioral")]
+    assert {(e["category"], e["attribute"], e["place"]["where"]) for e in unknown["events"]} == {
+        ("C_E", "pittsburgh", "query:q"), ("C_E", "kosher", "query:tag")}
     assert main(["audit", "--profiles", str(folder), "--no-write", "--format", "json", str(session)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert [(a["what"], a["text"], a["observers"]) for a in report["actions"]] == [

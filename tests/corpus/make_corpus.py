@@ -886,7 +886,7 @@ def lint_with_project_matcher(session: Session) -> list[str]:
     except ImportError:
         return []
     try:
-        from spillage.audit.wire import decode_value
+        from spillage.proxy.reading.decode import texts as decode_value
     except ImportError:
         decode_value = None
     out = []
@@ -899,7 +899,7 @@ def lint_with_project_matcher(session: Session) -> list[str]:
                 got = "C_E" if any(find_form(d, a.match) for d in decoded) else (
                     "C_I" if any(find_form(d, a.cues) for d in decoded) else None)
                 if want != got:
-                    out.append(f"{session.name} seq {p.seq}: {a.id}: audit/wire.py + scenarios/matching.py read "
+                    out.append(f"{session.name} seq {p.seq}: {a.id}: proxy/reading/ + scenarios/matching.py read "
                                f"{p.wire!r} as {got}, the label says {want}")
         for text in p.texts + ((p.label,) if p.label else ()) + p.clicked:
             for a in session.irrelevant.values():
