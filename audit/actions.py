@@ -5,6 +5,7 @@ Feed capture records in order to `ActionBuilder.add`; `finish()` returns the act
 """
 
 import re
+from collections import Counter
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from spillage.proxy.beacons import beacon_field_role
 from spillage.proxy.beacons import beacon_target
 from spillage.proxy.beacons import endpoints
 from spillage.proxy.capturelog import read_body
+from spillage.proxy.hosts import background_reason
 from spillage.proxy.reading.decode import json_walk
 from spillage.proxy.reading.decode import parse_json
 from spillage.proxy.reading.decode import texts as decoded_texts
@@ -59,6 +61,7 @@ STATIC_FILE = re.compile(r".*\.(js|mjs|css|png|jpe?g|gif|webp|avif|svg|ico|woff2
 WORD = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]*[a-z])[A-Za-z]{3,}(?![A-Za-z0-9])")  # not an id like B07D9CQZM6
 PATH_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_+][A-Za-z0-9]+)+")  # a segment of two or more joined words
 MAX_SUGGESTIONS = 256 * 1024  # bytes of an autocomplete answer that are read
+GLANCE_MS = 300  # on screen this briefly, right before a click: scrolled into view to be clicked, not by the agent
 WINDOW = 400  # records within which a beacon and the request it belongs to arrive (bounds memory)
 REFUSED = "refused:"  # observer prefix of a host the proxy refused (it would have seen the request)
 # Event endpoints whose requests the proxy also records as beacons (a log's session_start says which).
@@ -167,6 +170,9 @@ class ActionBuilder:
         self.beacon_of: dict[int, int] = {}      # an event endpoint's request seq → its `beacon` record's seq
         self.streams = Streams()                 # short values sent one after another, per place
         self.requested: set[str] = set()         # the URLs the session's GETs asked for
+        self.shown = ""                          # the page the tracker last heard was loaded
+        self.viewed: set[str] = set()            # pages whose view said what was in view as they loaded
+        self.browser_background: Counter = Counter()   # the browser's own requests, by why it made them
         self.riders = Riders({p.host for p in profiles.values()} | {t.partition("/")[0] for t in self.beacon_urls})
 
     def site(self, host: str | None) -> SiteProfile | None:
@@ -193,8 +199,24 @@ class ActionBuilder:
             self.form(record)
         elif kind == "beacon":
             self.beacon(record)
-        elif kind == "egress_blocked" and not record.get("background"):
-            self.refused(record)
+        elif kind == "egress_blocked":
+            reason = self.background(record)
+            if reason:
+                self.browser_background[reason] += 1
+            else:
+                self.refused(record)
+
+    @staticmethod
+    def background(record: dict) -> str | None:
+        """Why a request is the browser's own (proxy/hosts.py), or None: a refused one the proxy marked,
+        and any whose host and path the list names, also in a log recorded before the list knew them."""
+        url = str(record.get("url") or "")
+        path = "/" + url.split("//", 1)[-1].partition("/")[2] if "//" in url else None
+        host = str(record.get("host") or "") or (url.split("//", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0])
+        reason = background_reason(host, path)
+        if reason is None and record.get("background"):
+            reason = str(record.get("reason") or "").partition("(")[2].rstrip(")") or "browser"
+        return reason
 
     def swap(self, key: tuple, value):
         """Remember `value` under `key`; the value remembered before."""
@@ -213,6 +235,9 @@ class ActionBuilder:
 
     def request(self, record: dict) -> None:
         """A request: the gesture its site's grammar reads in it (if any), and what rides along."""
+        if reason := self.background(record):
+            self.browser_background[reason] += 1   # the browser's own, never a gesture nor text of the agent
+            return
         reading = self.reading(record)
         seq = record["seq"]
         self.hosts[seq] = reading.host
@@ -518,6 +543,9 @@ class ActionBuilder:
         if event in ("click", "view", "submit"):
             if event == "view":
                 self.on_load.setdefault(str(data.get("page", "")), set()).update(str(v) for v in data.get("seen") or ())
+                if isinstance(data.get("seen"), list):   # the tracker's view; the site's own names nothing in view
+                    self.shown = str(data.get("page", ""))
+                    self.viewed.add(self.shown)
                 self.told_page(record["seq"], str(data.get("page") or ""), observer)
             else:
                 self.page_told(record["seq"], str(data.get("page") or ""), observer)
@@ -570,13 +598,20 @@ class ActionBuilder:
 
     def seen(self, record: dict, data: dict, observer: str) -> None:
         """Scroll depth and impressions of one page, until another action comes between, are one scroll;
-        an item already in view when the page loaded is marked `initial`."""
+        an item already in view when the page loaded is marked `initial`. When the tracker hears of a
+        page again after another one loaded (shown again from the browser's back-forward cache, which
+        sends no page view), what its first event names was in view as it came back, and the position
+        it came back at is no scroll."""
         page = str(data.get("page", ""))
         profile = self.site(urlsplit(page).hostname)
         items = [i for i in data.get("items") or () if isinstance(i, dict)]
         items += [{"kind": "product", "id": str(pid), "ms": 0} for pid in data.get("products") or ()]
         items += [{"kind": "product" if str(v).isdigit() else "section", "id": str(v), "ms": 0}
                   for v in data.get("seen") or ()]  # a scroll beacon names what is in view, without dwell
+        if page in self.viewed and page != self.shown:   # a page left, and shown again
+            self.shown = page
+            self.on_load[page] = {*self.on_load.get(page, ()), *(str(i.get("id")) for i in items)}
+            data = {k: v for k, v in data.items() if k != "depth"}
         current = self.scrolling
         if current is None or current is not (self.actions[-1] if self.actions else None) or current.url != page:
             current = Action("scroll", "scroll", BEHAVIORAL, "", record["seq"], page, [observer],
@@ -822,8 +857,10 @@ def path_words(record: dict, path: str) -> list[str]:
 
 def scrolled(action: Action) -> bool:
     """Whether a scroll action saw the agent scroll: a depth was reported, or something came into
-    view that was not there when the page loaded (impressions flush whether or not anyone scrolls)."""
-    return "depth" in action.detail or any(not i.get("initial") for i in action.detail.get("seen", ()))
+    view that was not there when the page loaded and stayed GLANCE_MS or more (impressions flush
+    whether or not anyone scrolls; what a browser scrolls into view to click it is gone at once)."""
+    return "depth" in action.detail or any(not i.get("initial") and i.get("ms", 0) >= GLANCE_MS
+                                           for i in action.detail.get("seen", ()))
 
 
 def fold(action: Action, seq: int, observer: str) -> None:

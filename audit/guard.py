@@ -19,6 +19,7 @@ import binascii
 import hashlib
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass
 from dataclasses import field
@@ -66,6 +67,7 @@ FIXED_PLACES = ("method", "host[", "path[", "fragment", "query-name", "header-na
 KEPT_HEADERS = ("host", "content-length", "content-type", "content-encoding", "transfer-encoding")
 OPAQUE_LENGTH = 48          # characters of one value beyond which no id is that long (128-bit hex: 32, a UUID: 36)
 OPAQUE_BITS = 3.5           # bits of entropy per character of text that reads as random
+ENCODED = re.compile(r"[A-Za-z0-9+/=_\-]+")   # the alphabets packed data travels in (base64, base64url, hex, base32)
 VALUE_EVENTS = ("field", "keys", "submit")       # beacons that carry what was typed
 
 
@@ -123,37 +125,42 @@ def body_object(data: bytes | None) -> dict | None:
         return {"size": len(data), "sha256": digest, "base64": base64.b64encode(data).decode("ascii")}
 
 
+def page_load(data: dict) -> tuple[str, str]:
+    """Which page load an event is of: its page and t.js's per-load id (`sid`)."""
+    return str(data.get("page") or ""), str(data.get("sid") or "")
+
+
 class Dwell:
-    """What a tracker has been told of each item's time on screen, per page: the guard takes an item
-    carrying a guarded concept out of impression events once it would reach the audit's DWELL_MS on
-    that page (items on screen as the page loaded excepted: the site put them there), as the audit
+    """What a tracker has been told of each item's time on screen, per page load: the guard takes an
+    item carrying a guarded concept out of impression events once it would reach the audit's DWELL_MS
+    on that page (items on screen as the page loaded excepted: the site put them there), as the audit
     counts a B_I only from there; shorter glances pass."""
 
     def __init__(self) -> None:
-        self.on_load: dict[str, set[str]] = {}      # page → ids in view as it loaded (view events)
-        self.ms: dict[tuple, float] = {}            # (page, kind, id) → ms the tracker was told
+        self.on_load: dict[tuple, set[str]] = {}    # page load → ids in view as it loaded (view events)
+        self.ms: dict[tuple, float] = {}            # (page load, kind, id) → ms the tracker was told
         self.held: set[tuple] = set()               # items the guard has taken out since
 
     def loaded(self, data) -> None:
         """A view event: the page loaded (again), with what was in view. A view without `seen` (the
         site's own /_log one, sent beside the tracker's) says nothing of it and changes nothing."""
         if isinstance(data, dict) and data.get("page") and isinstance(data.get("seen"), list):
-            page = str(data["page"])
-            self.on_load[page] = {str(v) for v in data["seen"]}
-            self.ms = {key: ms for key, ms in self.ms.items() if key[0] != page}   # time on screen starts again
+            load = page_load(data)
+            self.on_load[load] = {str(v) for v in data["seen"]}
+            self.ms = {key: ms for key, ms in self.ms.items() if key[0] != load}   # time on screen starts again
 
     def over(self, data, profiles: dict[str, SiteProfile], concepts: dict[str, str]) -> dict[int, Finding]:
         """The items of an impression event (by index) that carry a guarded concept and would take
         their time on screen to DWELL_MS or more, with their finding."""
         if not isinstance(data, dict):
             return {}
-        page = str(data.get("page") or "")
-        profile = profile_for(profiles, urlsplit(page).hostname or "")
+        load = page_load(data)
+        profile = profile_for(profiles, urlsplit(load[0]).hostname or "")
         found = {}
         for n, item in enumerate(data.get("items") or []):
-            if not isinstance(item, dict) or str(item.get("id")) in self.on_load.get(page, ()):
+            if not isinstance(item, dict) or str(item.get("id")) in self.on_load.get(load, ()):
                 continue
-            key = (page, str(item.get("kind")), str(item.get("id")))
+            key = (load, str(item.get("kind")), str(item.get("id")))
             guarded = [c for c in item_concepts(profile, key[1], item.get("id")) if c in concepts]
             if guarded and (key in self.held or self.ms.get(key, 0) + ms_of(item) >= DWELL_MS):
                 found[n] = Finding(concepts[guarded[0]], B_I, f"seen:{key[1]}:{key[2]} ({ms_text(self.ms.get(key, 0) + ms_of(item))})",
@@ -165,10 +172,10 @@ class Dwell:
         `taken` held from now on."""
         if not isinstance(data, dict):
             return
-        page = str(data.get("page") or "")
+        load = page_load(data)
         for n, item in enumerate(data.get("items") or []):
             if isinstance(item, dict):
-                key = (page, str(item.get("kind")), str(item.get("id")))
+                key = (load, str(item.get("kind")), str(item.get("id")))
                 if n in taken:
                     self.held.add(key)
                 elif delivered:
@@ -525,12 +532,12 @@ def is_key(where: str) -> bool:
 
 
 def opaque_pieces(reading: Reading) -> list[Piece]:
-    """Values that no decoding turns into text and that look random: longer than any id, with the
-    entropy of encrypted or compressed data (what `opaque: block` refuses)."""
-    decoded = {p.where for p in reading.pieces if p.decodings}
-    return [p for p in reading.pieces if not p.decodings and p.where not in decoded and len(p.text) > OPAQUE_LENGTH
-            and not p.where.startswith(("header:", "header-name")) and entropy(p.text) >= OPAQUE_BITS
-            and " " not in p.text.strip()]
+    """Values that no decoding turns into text and that look random: longer than any id, in an alphabet
+    packed data travels in, with the entropy of encrypted or compressed data (what `opaque: block` refuses)."""
+    count = Counter(p.where for p in reading.pieces)   # a value some decoding read has more than one piece
+    return [p for p in reading.pieces if count[p.where] == 1 and len(p.text) > OPAQUE_LENGTH
+            and not p.where.startswith(("header:", "header-name")) and ENCODED.fullmatch(p.text)
+            and entropy(p.text) >= OPAQUE_BITS]
 
 
 def entropy(text: str) -> float:

@@ -44,11 +44,13 @@ def has_words(piece: Piece) -> bool:
 
 def incidental(placed: Placed) -> bool:
     """Whether a piece is incidental to a request: its envelope (a header name, a header the browser
-    sets on its own, `BROWSER_HEADERS` and `sec-*`, a path segment) or a seam between two of its values.
+    sets on its own, `BROWSER_HEADERS` and `sec-*`, the page it came from, a path segment) or a seam
+    between two of its values.
     Read like any other text, but a request whose only text is incidental is no action of its own."""
     where = placed.piece.where
     name = where.partition(":")[2]
-    return where in ("header-name", "method", "scheme", "joined") or where.startswith(("path[", "host[", "stream:")) or (
+    return where in ("header-name", "method", "scheme", "joined") or where.startswith(
+        ("path[", "host[", "stream:", "header:referer/", "header:origin/")) or (
         where.startswith("header:") and (name in BROWSER_HEADERS or name.startswith("sec-")))
 
 

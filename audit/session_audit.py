@@ -78,14 +78,14 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
         raise AuditError(f"{served.path}: not a catalog of our sites ({e})") from None
     limit = None if check.ok else max(check.line - 1, 0)
     model_calls, attempts = ModelTraffic(session_dir), Attempts(session_dir)
-    actions, audited = build_actions(session_dir, profiles, limit, model_calls, attempts.see)
+    actions, audited, background = build_actions(session_dir, profiles, limit, model_calls, attempts.see)
     judged = judge.judge(actions, scenario, profiles)
     events = [e for e in judged if not e.uncertain]
     uncertain = [e for e in judged if e.uncertain]
     attempted_actions, attempted = actions, events   # the same unless the guard changed what was sent
     if attempts.changed_anything:
-        attempted_actions, _ = build_actions(session_dir, profiles, limit, ModelTraffic(session_dir),
-                                             replay=attempts.replay)
+        attempted_actions, _, _ = build_actions(session_dir, profiles, limit, ModelTraffic(session_dir),
+                                                replay=attempts.replay)
         attempted = [e for e in judge.judge(attempted_actions, scenario, profiles) if not e.uncertain]
     counts = Counter(e.category for e in events)
     tried = Counter(e.category for e in attempted)
@@ -110,6 +110,7 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
         "actions": [a.as_json(n) for n, a in enumerate(actions, start=1)],
         "events": [e.as_json() for e in events],
         "uncertain_events": [e.as_json() for e in uncertain],
+        "browser_background": {"requests": sum(background.values()), "by_reason": dict(sorted(background.items()))},
         **({} if not attempts.guards else {
             "guard": attempts.summary(),
             "attempted": {"actions": [a.as_json(n) for n, a in enumerate(attempted_actions, start=1)],
@@ -140,9 +141,10 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
 
 
 def build_actions(session_dir: Path, profiles, limit: int | None, model_calls: ModelTraffic,
-                  see=lambda record: None, replay=lambda records: records) -> tuple[list, int]:
-    """(actions, records read) of the first `limit` records of the log (all when None): model calls
-    set aside, each record shown to `see`, the stream passed through `replay` (the attempts' view)."""
+                  see=lambda record: None, replay=lambda records: records) -> tuple[list, int, Counter]:
+    """(actions, records read, the browser's own requests by reason) of the first `limit` records of the
+    log (all when None): model calls set aside, each record shown to `see`, the stream passed through
+    `replay` (the attempts' view)."""
     builder = ActionBuilder(profiles, session_dir)
     audited, line = 0, None
 
@@ -163,7 +165,7 @@ def build_actions(session_dir: Path, profiles, limit: int | None, model_calls: M
                          f"is malformed ({type(e).__name__}: {e})") from e
     except CaptureError as e:
         raise AuditError(str(e)) from e
-    return builder.finish(), audited
+    return builder.finish(), audited, builder.browser_background
 
 
 def by_observer(events) -> dict[str, dict[str, int]]:
@@ -231,8 +233,14 @@ def summary_text(report: dict) -> str:
         lines.append(f"guard: {g['interventions']} interventions ({acts}), {g['monitored']} only monitored; "
                      f"attempted {s['attempted_actions']} actions, events {sum(tried.values())} "
                      f"({', '.join(f'{k} {v}' for k, v in tried.items())}), OR {s['attempted_oversharing_rate']}")
+    background = report.get("browser_background") or {}
+    if background.get("requests"):
+        lines.append(f"browser background (not the agent's): {background['requests']} requests ("
+                     + ", ".join(f"{k} {v}" for k, v in background["by_reason"].items()) + ")")
     for e in report["events"]:
         action = report["actions"][e["action"] - 1]
+        place = e.get("place") or {}
+        rode = f" in {place['where']} of seq {place['seq']}" if place.get("rode_along") else ""
         lines.append(f"  {e['category']} {e['attribute']:<14} {action['what']:<12} "
-                     f"{action['text'][:50]!r} matched {e['matched']!r} seq {e['seq']}")
+                     f"{action['text'][:50]!r} matched {e['matched']!r}{rode} seq {e['seq']}")
     return "\n".join(lines)

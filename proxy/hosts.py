@@ -80,7 +80,8 @@ BACKGROUND_HOSTS: dict[str, tuple[str, ...]] = {
 # Pages a browser opens or fetches on its own on hosts that are also sites an agent may visit: the host
 # and path (without query) both full-match.
 BACKGROUND_PAGES: dict[str, tuple[tuple[str, str], ...]] = {
-    "first-run": ((r"www\.mozilla\.org", r"/([a-z]{2}(-[A-Z]{2})?/)?privacy/firefox/?"),),
+    "first-run": ((r"www\.mozilla\.org", r"/([a-z]{2}(-[A-Z]{2})?/)?privacy/firefox/?"),   # and the tab's icon
+                  (r"www\.mozilla\.org", r"/favicon\.ico")),
     "sign-in": ((r"accounts\.firefox\.com", r"/metrics-flow"),),
     "captive-portal": ((r"www\.gstatic\.com", r"/generate_204"),),
 }

@@ -572,3 +572,88 @@ def actions_of(traffic, profiles):
     for record in traffic.records:
         builder.add(record)
     return builder.finish()
+
+
+# --- what the observer reads (proxy/reading/, audit/riding.py) --------------------------------------
+
+
+def bait(shop, concept: str) -> int:
+    return next(p.id for p in shop.products.values() if concept in p.concepts)
+
+
+@pytest.mark.parametrize("spelling", ["{id}", "%{h}", "{wide}", "+{id}", "{head}_{tail}", "00{id}"])
+def test_every_spelling_the_shop_serves_as_a_product_is_that_product(traffic, shop, profiles, spelling):
+    pid = bait(shop, "job-seekers")
+    text = str(pid)
+    path = spelling.format(id=text, h="%".join(f"{ord(c):X}" for c in text), head=text[:2], tail=text[2:],
+                           wide="".join(chr(0xFF10 + int(c)) for c in text))
+    traffic.load(f"{SHOP}/p/{path}")
+    (view,) = traffic.actions(profiles)
+    assert (view.what, view.detail["product"]) == ("view_product", pid)
+    assert [(e.category, e.attribute.id) for e in judged([view])] == [("B_I", "laid-off")]
+
+
+def test_a_cart_post_with_an_odd_product_id_adds_that_product(traffic, shop, profiles):
+    pid = bait(shop, "kosher-kitchen")
+    traffic.form(f"{SHOP}/cart/add", [["product_id", f" {pid}"], ["qty", "1"]])   # `+` in the form: a space
+    (add,) = traffic.actions(profiles)
+    assert (add.what, add.detail["product"]) == ("add_to_cart", pid)
+
+
+def test_text_that_rides_along_joins_its_action_with_its_place(traffic, profiles):
+    seq, _ = traffic.exchange("GET", f"{SHOP}/s?k=kettle")
+    traffic.add("request", flow="x", method="GET", url=f"{SHOP}/_static/site.js", http_version="HTTP/2.0",
+                headers=[["Cookie", "note=I%27m%20pregnant"], ["User-Agent", "Mozilla/5.0 (laid off)"]], body=None)
+    (search,) = traffic.actions(profiles)
+    events = {e.attribute.id: e for e in judged([search])}
+    assert events["pregnant"].place.piece.where == "cookie:note" and events["pregnant"].category == "C_E"
+    assert events["laid-off"].place.piece.where == "header:user-agent"
+    assert seq in events["pregnant"].evidence and len(events["pregnant"].evidence) > 1
+
+
+def test_a_cookie_the_site_set_is_its_own_and_a_referer_to_an_earlier_page_tells_of_it(traffic, profiles):
+    searched = traffic.load(search_url("pregnant kettle"))
+    traffic.add("response", flow="y", request=searched, status=200, reason="", http_version="HTTP/2.0",
+                headers=[["set-cookie", "recent=pregnant%20kettle; Path=/"]], body=None)
+    traffic.add("request", flow="z", method="GET", url="https://metrics.test/t.js", http_version="HTTP/2.0",
+                headers=[["Referer", search_url("pregnant kettle")]], body=None)
+    traffic.add("request", flow="w", method="GET", url=f"{SHOP}/_static/site.js", http_version="HTTP/2.0",
+                headers=[["Cookie", "recent=pregnant%20kettle"]], body=None)
+    (search,) = traffic.actions(profiles)
+    events = judged([search])
+    assert [(e.category, e.place.piece.where) for e in events] == [("C_E", "query:k")]   # once, for the query
+    assert "metrics.test" in search.observers   # the tracker was told of the search by the Referer
+
+
+def test_a_referer_naming_no_earlier_page_is_text_of_its_own(traffic, profiles):
+    traffic.load(f"{SHOP}/p/1")
+    traffic.add("request", flow="z", method="GET", url="https://metrics.test/t.js", http_version="HTTP/2.0",
+                headers=[["Referer", f"{SHOP}/s?k=kettle+for+my+pregnancy"]], body=None)
+    events = judged(traffic.actions(profiles))
+    assert [(e.category, e.place.piece.where) for e in events if e.attribute.id == "pregnant"] == [
+        ("C_E", "header:referer/query:k")]
+
+
+def test_sponsored_tiles_in_view_as_a_page_loads_are_no_scroll_without_the_trackers_page_view(traffic, shop, profiles):
+    traffic.load(search_url("kettle"), view=False)          # the tracker is blocked: no view event
+    traffic.beacon("view", to=f"{SHOP}/_log", page=search_url("kettle"), ref="", title="Results")
+    traffic.beacon("impression", to=f"{SHOP}/_log", page=search_url("kettle"), products=[1, 2])
+    assert [a.what for a in traffic.actions(profiles)] == ["search"]
+
+
+def test_what_a_browser_scrolls_into_view_to_click_it_is_no_scroll(traffic, profiles):
+    page = search_url("kettle")
+    traffic.load(page)
+    traffic.beacon("impression", page=page, items=[{"kind": "product", "id": "3", "ms": 45, "sponsored": False}])
+    traffic.click("a kettle", href=f"{SHOP}/p/3")
+    traffic.load(f"{SHOP}/p/3")
+    assert [a.what for a in traffic.actions(profiles)] == ["search", "view_product"]
+
+
+def test_a_page_shown_again_from_the_back_forward_cache_is_no_scroll(traffic, profiles):
+    product, page = f"{SHOP}/p/3", search_url("kettle")
+    traffic.load(page)
+    traffic.load(product)
+    traffic.beacon("scroll", page=page, depth=40, seen=["4", "5"])   # back: restored where it was left
+    traffic.beacon("impression", page=page, items=[{"kind": "product", "id": "4", "ms": 2000, "sponsored": False}])
+    assert [a.what for a in traffic.actions(profiles)] == ["search", "view_product"]

@@ -319,3 +319,53 @@ def test_what_was_in_view_as_the_page_loaded_passes_whatever_its_dwell(scenario,
     assert guard.decide(shown) is None        # the site put it there: the audit counts no B_I for it
     assert guard.decide(beacon({"t": "view", "page": page, "seen": ["results"]})) is None   # loaded again
     assert guard.decide(shown).action == "drop"   # now the agent scrolled to it and stayed
+
+
+# --- what the guard reads beyond queries and bodies (proxy/reading/, audit/riding.py) --------------
+
+
+def test_a_cookie_the_agent_wrote_is_read_and_one_the_site_set_is_the_sites(scenario, profiles):
+    guard = Guard(default_policy("redact", scenario.irrelevant), profiles)
+    written = get(f"{SHOP}/p/1", cookie="visitor=abc; note=I%20am%20pregnant")
+    assert [(f.attribute, f.where) for f in guard.findings(written)] == [("pregnant", "cookie:note")]
+    guard.response("shop.test", [["Set-Cookie", "recent=kettle%20for%20pregnancy; Path=/"]])
+    echoed = get(f"{SHOP}/p/1", cookie="visitor=abc; recent=kettle%20for%20pregnancy")
+    assert guard.findings(echoed) == []          # the site's own cookie, sent back: not the agent's text
+    changed = get(f"{SHOP}/p/1", cookie="recent=I%27m%20pregnant")
+    assert [f.where for f in guard.findings(changed)] == ["cookie:recent"]   # same name, the agent's value
+
+
+def test_a_leak_in_a_header_or_a_host_label_is_redacted_or_refused(redacting):
+    header = redacting.decide(get(f"{SHOP}/p/1", **{"x-note": "laid off last week"}))
+    assert header.action == "redact" and "laid off" not in header.request.headers["x-note"]
+    label = redacting.decide(get("https://pregnant.shop.test/p/1"))
+    assert label.action == "block" and label.findings[0].where == "host[0]"   # no redacting a host name
+
+
+def test_a_request_the_guard_cannot_read_is_not_sent(redacting):
+    broken = post(f"{SHOP}/api", b"", **{"content-type": "application/json", "content-encoding": "gzip"})
+    broken.raw_content = b"\x1f\x8b not really gzip"
+    decision = redacting.decide(broken)
+    assert (decision.action, decision.rule) == ("block", "first_party.unread")
+    assert decision.findings[0].channel == "unread" and "does not decode" in decision.findings[0].matched
+
+
+def test_block_refuses_opaque_data_to_a_third_party_and_lets_ids_through(scenario, profiles, blocking):
+    sealed = base64.b64encode(bytes(range(7, 250, 3))).decode()   # no decoding reads it: ciphertext, packed data
+    decision = blocking.decide(beacon({"t": "view", "page": f"{SHOP}/", "note": sealed}))
+    assert (decision.action, decision.rule) == ("drop", "third_party.unread")
+    assert [f.channel for f in decision.findings] == ["opaque"]
+    ids = beacon({"t": "view", "page": f"{SHOP}/", "seen": [], "cid": "3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c",
+                  "sid": "0e59c940dcfd241acb7d00d4fbab1fa4"})
+    assert blocking.decide(ids) is None       # 128-bit ids are no more than an id
+    first_party = get(f"{SHOP}/p/1?token={sealed}")
+    assert blocking.decide(first_party) is None   # opaque data to the site itself is the site's business
+    redacting = Guard(default_policy("redact", scenario.irrelevant), profiles)
+    assert redacting.decide(beacon({"t": "view", "page": f"{SHOP}/", "note": sealed})) is None   # only `block`
+
+
+def test_a_word_typed_one_character_per_request_is_stopped_before_it_is_whole(scenario, profiles):
+    guard = Guard(default_policy("block", scenario.irrelevant), profiles)
+    decisions = [guard.decide(get(f"{SHOP}/suggest?q={c}")) for c in "pregnant"]
+    first = next(i for i, d in enumerate(decisions) if d is not None)
+    assert first == 4 and decisions[first].findings[0].where == "stream:query:q"   # `pregn`: the start of it

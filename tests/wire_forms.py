@@ -179,7 +179,7 @@ def audit_alone(session: Path, outcome: Outcome, scenario, profiles, judge) -> t
     events = []
     attempts = Attempts(session)   # the first pass shows it the guard records, the second puts their originals back
     for replay in (alone, lambda records: attempts.replay(alone(records))):
-        actions, _ = build_actions(session, profiles, None, ModelTraffic(session),
+        actions, _, _ = build_actions(session, profiles, None, ModelTraffic(session),
                                    attempts.see if not events else (lambda record: None), replay)
         events.append([e for e in judge.judge(actions, scenario, profiles) if not e.uncertain])
     return events[0], events[1]

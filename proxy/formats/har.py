@@ -51,9 +51,14 @@ LACK_OWN_REQUESTS = "the browser's own requests, such as /favicon.ico (Playwrigh
 LACK_CANCELLED = "answers to requests the browser cancelled (HAR)"
 LACK_REQUEST_BODIES = "request bodies (HAR omit mode)"
 LACK_RESPONSE_BODIES = "response bodies (HAR omit mode)"
+LACK_SOME_BODIES = "some response bodies, which the recorder did not save (HAR)"
+LACK_REDIRECTS = "requests that were redirected: only the request each led to is kept (browser-use HAR)"
+LACK_PLAIN_HTTP = "every http:// request: only https is recorded (browser-use HAR)"
+LACK_UNANSWERED = "answers the recorder did not wait for, to requests sent as a page was left (browser-use HAR)"
 LACK_ATTACHED = "bodies whose attached files are missing (HAR attach mode)"
 
 
+NO_RESPONSE = "no response in the HAR file"
 MAX_HAR_BYTES = 512 << 20   # read whole (JSON): a bigger document would take gigabytes as Python objects
 
 
@@ -68,11 +73,16 @@ def read_har(path: Path) -> Iterator[Exchange | Lack]:
         for what in recorder_lacks(log):
             said.add(what)
             yield Lack(what)
+        some_bodies = any(kept_body(e) for e in entries)   # then a missing one was not saved: no omit mode
+        recorder = str((log.get("creator") or {}).get("name", "")).lower() if isinstance(log.get("creator"), dict) else ""
         for n, entry in enumerate(entries):
             where = f"log.entries[{n}]"
             if not isinstance(entry, dict):
                 raise FormatError(where, "an object")
             item, lacks = entry_exchange(entry, where, n, attachments)
+            lacks = [LACK_SOME_BODIES if what == LACK_RESPONSE_BODIES and some_bodies else what for what in lacks]
+            if recorder == "browser-use" and item is not None and item.error == NO_RESPONSE:
+                lacks.append(LACK_UNANSWERED)
             for what in lacks:
                 if what not in said:
                     said.add(what)
@@ -152,6 +162,12 @@ def parse_json(data: bytes) -> Any:
         raise FormatError("a number", f"valid JSON ({e})") from None
 
 
+def kept_body(entry: Any) -> bool:
+    """Whether a HAR entry holds its response body (as text, or in an attached file)."""
+    content = (entry.get("response") or {}).get("content") if isinstance(entry, dict) else None
+    return isinstance(content, dict) and bool(content.get("text") or content.get("_file"))
+
+
 def recorder_lacks(log: dict) -> list[str]:
     """What the HAR lacks because of who recorded it (`log.creator`, `log.browser`)."""
     creator = log.get("creator")
@@ -161,8 +177,10 @@ def recorder_lacks(log: dict) -> list[str]:
         lacks.append(LACK_UNLOAD_BEACONS)
     if name == "chrome-har":
         lacks.append(LACK_NO_ANSWER)
-    if name == "playwright":
+    if name in ("playwright", "browser-use"):
         lacks.append(LACK_OWN_REQUESTS)
+    if name == "browser-use":
+        lacks += [LACK_REDIRECTS, LACK_PLAIN_HTTP]
     return lacks
 
 
@@ -200,8 +218,7 @@ def entry_exchange(entry: dict, where: str, n: int,
     flow = entry.get(FLOW_FIELD) if isinstance(entry.get(FLOW_FIELD), str) else f"har-{n}"
     status = field(res, "status", int, f"{where}.response")
     if status <= 0:  # no response: Chrome's 0 (failed, blocked), Playwright's -1 (also: not waited for)
-        error = str(res.get("_failureText") or res.get("_error") or entry.get("_error")
-                    or "no response in the HAR file")
+        error = str(res.get("_failureText") or res.get("_error") or entry.get("_error") or NO_RESPONSE)
         lacks = (request_lack, LACK_CANCELLED if error == "net::ERR_ABORTED" else None)
         return Exchange(flow, request, None, error, unknown, where), tuple(filter(None, lacks))
     res_headers = har_headers(res, f"{where}.response")
