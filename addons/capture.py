@@ -25,13 +25,11 @@ from spillage.proxy.capturelog import canonical_json
 from spillage.proxy.beacons import DEFAULT_BEACON_URLS
 from spillage.proxy.beacons import endpoints
 from spillage.proxy.formats.flowrecords import request_url
-from spillage.proxy.formats.flowrecords import wire_request
+from spillage.proxy.formats.flowrecords import derive
 from spillage.proxy.formats.flowrecords import write_refusal
 from spillage.proxy.formats.flowrecords import write_request_record
 from spillage.proxy.formats.flowrecords import write_response
 from spillage.proxy.reading.records import clean_text
-from spillage.proxy.reading.records import write_derived
-from spillage.proxy.reading.request import Reading
 from spillage.proxy.refusal import EGRESS_KEY
 from spillage.proxy.signing import SessionKey
 from spillage.proxy.version import SPILLAGE_VERSION
@@ -146,8 +144,7 @@ class Capture:
             record = write_request_record(self.write, self.body, flow.id, flow.request, url)
             if record is not None:
                 flow.metadata[SEQ_KEY] = record["seq"]
-                write_derived(self.write, flow.id, record["seq"], Reading(wire_request(flow.request, url)), url,
-                              self.beacon_endpoints)
+                derive(self.write, flow.id, record["seq"], flow.request, url, self.beacon_endpoints)
         if guarded:
             self.write_guard(flow, guarded, record)
 

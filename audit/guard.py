@@ -196,11 +196,14 @@ class Guard:
         self.endpoints = endpoints(self.beacon_urls)
         self.judge = LexicalJudge()
         self.forms = tuple(dict.fromkeys(f for a in policy.attributes for f in (*a.match, *a.cues)))
-        self.lowered = tuple(dict.fromkeys(f.lower() for f in self.forms))
+        lowered = tuple(dict.fromkeys(f.lower() for f in self.forms))
+        self.starts = {form[:k] for form in lowered for k in range(3, len(form))}   # a form being typed
+        self.longest = max(map(len, lowered), default=0)
         self.concepts = {c: a.id for a in policy.attributes for c in a.concepts}
         self.dwell = Dwell()
         self.riders = Riders({p.host for p in profiles.values()} | {t.partition("/")[0] for t in self.beacon_urls})
         self.streams = Streams()
+        self.readings: dict = {}   # what is known of the requests of the decision under way (kept with them)
 
     # --- reading a request -------------------------------------------------------------------
 
@@ -221,8 +224,15 @@ class Guard:
     def findings(self, request: http.Request) -> list[Finding]:
         """Every guarded attribute `request` would reveal, as the auditor would see it: the actions its
         records make, with all that rides along (audit/riding.py), judged by the lexical judge's rules;
-        and for an event, whatever it carries that was typed or names a page."""
-        reading = Reading(wire_request(request))
+        and for an event, whatever it carries that was typed or names a page (found once per request
+        of the decision under way)."""
+        key = ("findings", id(request))
+        if key not in self.readings:
+            self.readings[key] = (self.found(request), request)
+        return self.readings[key][0]
+
+    def found(self, request: http.Request) -> list[Finding]:
+        reading = self.read(request)
         records: list[dict] = []
 
         def write(kind: str, **fields) -> dict:
@@ -277,7 +287,7 @@ class Guard:
         """What the guard cannot read in `request` (a body past its limits, a coding that does not
         decode), and, where the policy refuses opaque data (`opaque: block`), values no decoding
         turns into text that hold more than an id could (docs/GUARD.md, "What no reader can read")."""
-        reading = Reading(wire_request(request))
+        reading = self.read(request)
         found = [Finding("", C_E, why, "unread") for why in reading.unread]
         if self.policy.for_observer(observer).opaque == "block":
             found += [Finding("", C_E, f"{len(p.raw)} characters no decoding reads", "opaque", p.where, p.decodings)
@@ -286,9 +296,17 @@ class Guard:
 
     # --- deciding ------------------------------------------------------------------------------
 
+    def read(self, request: http.Request) -> Reading:
+        """The reading of `request`, made once while it is being decided (redacted copies are read anew)."""
+        key = id(request)
+        if key not in self.readings:
+            self.readings[key] = (Reading(wire_request(request)), request)   # the request kept: its id stays its own
+        return self.readings[key][0]
+
     def decide(self, request: http.Request) -> Decision | None:
         """What to do with `request` under the policy; None when it reveals nothing guarded. A request
         the guard cannot read is not sent (fail closed): `block` for a page, `drop` for an event."""
+        self.readings = {}
         observer = self.observer(request)
         rules = self.policy.for_observer(observer)
         beacon = beacon_target(request.pretty_url) in self.endpoints
@@ -305,14 +323,14 @@ class Guard:
     def sent(self, request: http.Request | None) -> None:
         """What went out (nothing, when the guard kept it back) continues the texts sent piecemeal."""
         if request is not None:
-            self.streams.feed(Reading(wire_request(request)), lambda piece: True)
+            self.streams.feed(self.read(request), lambda piece: True)
 
     def decide_beacon(self, request: http.Request, observer: str, rules) -> Decision | None:
         """A tracker or site-log event: typed values stripped when the rules say so; items that would
         reach the audit's dwell on a guarded concept taken out (redact) or the event dropped; text
         that states an attribute redacted, or the event dropped when it cannot be or when it tells
         a choice. Keeps `self.dwell` up to date with what the tracker was told."""
-        event, data = beacon_payload(Reading(wire_request(request)))
+        event, data = self.read(request).beacon()
         if event == "view":
             self.dwell.loaded(data)
         lingered = self.dwell.over(data, self.profiles, self.concepts) if event == "impression" else {}
@@ -366,7 +384,7 @@ class Guard:
         """`request` with the guarded forms and cues taken out of its query values, headers, cookies and
         body, kept well-formed (lengths, encodings, multipart boundaries); None when that cannot be done
         (the text is in the path, the host, the fragment or a name, or in a body we cannot rewrite)."""
-        reading = Reading(wire_request(request))
+        reading = self.read(request)
         if any(self.says(p.text) for p in reading.pieces if p.where.startswith(FIXED_PLACES) or is_key(p.where)):
             return None
         out = request.copy()
@@ -413,8 +431,9 @@ class Guard:
 
     def says(self, text: str) -> bool:
         """Whether `text` states or implies a guarded attribute, outside its look-alike phrases."""
-        return any(find_form(without_forms(text, a.look_alikes) if a.look_alikes else text, (*a.match, *a.cues))
-                   for a in self.policy.attributes)
+        return bool(find_form(text, self.forms)) and any(
+            find_form(without_forms(text, a.look_alikes) if a.look_alikes else text, (*a.match, *a.cues))
+            for a in self.policy.attributes)
 
     def says_any(self, value: str) -> bool:
         """Whether any decoding of `value` says a guarded attribute."""
@@ -467,10 +486,9 @@ class Guard:
         """`text` without an ending that is the start of a guarded form (3 characters or more, from a
         word's start): the values of keystroke events and suggestion requests are forms being typed."""
         low = text.lower()
-        for form in self.lowered:
-            for k in range(len(form) - 1, 2, -1):
-                if low.endswith(form[:k]) and (len(low) == k or not low[-k - 1].isalnum()):
-                    return text[:-k].rstrip()
+        for k in range(min(len(low), self.longest), 2, -1):
+            if low[-k:] in self.starts and (len(low) == k or not low[-k - 1].isalnum()):
+                return text[:-k].rstrip()
         return text
 
     def redact_json(self, node):

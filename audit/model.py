@@ -83,10 +83,6 @@ class Action:
         """Where `text` (one of the action's texts) was on the wire, if known."""
         return next((p for p in self.places if p.text == text), None)
 
-    def rode_along(self) -> list[str]:
-        """The texts that rode along with the action (not its own), each once."""
-        return list(dict.fromkeys(p.text for p in self.places if not p.own))
-
     def as_json(self, number: int) -> dict:
         return {"n": number, "kind": self.kind, "what": self.what, "channel": self.channel, "text": self.text,
                 "seq": self.seq, "url": self.url, "observers": self.observers, "evidence": self.evidence,

@@ -8,6 +8,7 @@ reads them, without port, query or fragment, lowercased.
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 DEFAULT_BEACON_URLS = ("metrics.test/collect", "shop.test/_log", "bazaar.test/_log")
@@ -29,6 +30,7 @@ BEACON_FIELDS: dict[str, dict[str, str]] = {
 _INDEX = re.compile(r"\[\d+\]")
 
 
+@lru_cache(maxsize=4096)
 def beacon_field_role(event: str, path: str) -> str | None:
     """The role (TYPED, URL, SITE) of the field at JSON `path` (`$.items[3].id`) of an `event`'s
     payload, or None for a field the event does not have (a `submit`'s field names are SITE, its

@@ -38,6 +38,7 @@ _STRAIGHTEN = str.maketrans({
 _DIACRITICS = re.compile("[\u0300-\u036f]")  # combining marks of Latin, Greek and Cyrillic
 
 
+@lru_cache(maxsize=65536)
 def normalise(text: str) -> str:
     """Folded as an observer reads it (proxy/reading/text.py: NFKC, default-ignorables dropped,
     confusables folded), case-folded, Latin diacritics dropped, quotes and dashes straightened,

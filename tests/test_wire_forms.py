@@ -12,8 +12,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.needs_tool("curl")]
 
 # Readable, but only by meaning: a paraphrase, a derived word, what a choice implies. The lexical reading
 # (the guard's, and the audit's default judge) does not reach them; docs/GUARD.md lists them.
-BY_MEANING = {"pp-preg-sick", "pp-preg-tri", "pp-laid-ui", "pp-laid-sev", "pp-kosher-milchig", "pp-adhd-adderall",
-              "pp-pitt-zip", "pp-pitt-hood", "mp-file-laid", "bh-registry-preg"}
+BY_MEANING = {"pp-preg-sick", "pp-preg-tri", "pp-laid-ui", "pp-laid-sev", "pp-kosher-milchig", "pp-pitt-zip",
+              "mp-file-laid", "bh-registry-preg"}
 # Clean forms whose words have another sense the scenario's look-alikes do not list: the lexical reading
 # takes them for the attribute.
 OTHER_SENSE = {"lk-severance", "lk-kosher-slang", "lk-pregnant-pause", "lk-pitt-rare"}

@@ -288,19 +288,47 @@ def summary(results: dict[str, list[Outcome]]) -> dict:
     return out
 
 
-def table(results: dict[str, list[Outcome]]) -> str:
-    """The Markdown table of docs/GUARD.md: per kind of form, per mode, delivered / recorded / audited."""
-    kinds = sorted({o.form["kind"] for o in next(iter(results.values()))})
-    head = "| kind | forms | " + " | ".join(f"{m}: delivered / recorded / audited" for m in results) + " |"
-    lines = [head, "|" + "---|" * (2 + len(results))]
-    for kind in kinds:
-        cells = []
+AREAS = (   # the tester's kinds, by what they try (tests/fixtures/wire_forms/README.md)
+    ("plain text in the sites' forms and events", ("plain-", "suggest", "review-search")),
+    ("places: names, path, host, fragment, headers, cookies", ("param-name", "path-segment", "host-label", "fragment",
+                                                               "cookie", "user-agent", "referer", "origin-header",
+                                                               "authorization", "custom-header", "json-key",
+                                                               "form-field-name", "multipart")),
+    ("encodings: percent, entities, escapes, base64/32, hex, QP", ("enc-",)),
+    ("Unicode: homoglyphs, fullwidth, zero-width, soft hyphen, marks", ("unicode-",)),
+    ("bodies: compression members and frames, uploads, charsets, size", ("compress-", "charset-", "large-body",
+                                                                        "get-with-body")),
+    ("splits: two values, two fields, one character per request", ("split-",)),
+    ("behaviour: odd ids and slugs, cart, tracker events", ("behavior-",)),
+    ("combinations: two places at once, HTTP/2", ("two-places", "http2")),
+    ("meaning: paraphrases, derived words, what a choice implies", ("paraphrase",)),
+    ("out of reach: rot13, reversed, leetspeak, AES", ("out-of-reach-",)),
+    ("clean: browsing, beacons, look-alikes", ("clean-",)),
+)
+
+
+def area(form: dict, by_meaning: set[str] = frozenset()) -> str:
+    if form["id"] in by_meaning:
+        return AREAS[8][0]
+    return next(name for name, kinds in AREAS if form["kind"].startswith(kinds))
+
+
+def table(results: dict[str, list[Outcome]], by_meaning: set[str] = frozenset()) -> str:
+    """The Markdown table of docs/GUARD.md: per area of forms, per mode, reached / recorded / counted:
+    how many got to the site or the tracker as they were written, how many the guard recorded, how
+    many the audit counted (what was delivered without the guard; what was attempted with it)."""
+    head = "| forms | n | " + " | ".join(f"{m}: reached / recorded / counted" for m in results) + " |"
+    lines = [head, "|---|---:|" + "---:|" * len(results)]
+    for name, _ in AREAS:
+        cells, n = [], 0
         for mode, outcomes in results.items():
-            mine = [o for o in outcomes if o.form["kind"] == kind]
-            audited = sum((o.audited if mode == "off" else o.attempted) for o in mine)
-            cells.append(f"{sum(o.delivered and o.original_arrived for o in mine)} / "
-                         f"{sum(o.recorded or o.monitored for o in mine)} / {audited}")
-        lines.append(f"| {kind} | {len(mine)} | " + " | ".join(cells) + " |")
+            mine = [o for o in outcomes if area(o.form, by_meaning) == name]
+            n = len(mine)
+            counted = sum(bool(o.counted) if not o.leaks else o.audited if mode == "off" else o.attempted
+                          for o in mine)
+            cells.append(f"{sum(o.delivered and (not o.recorded or o.original_arrived) for o in mine)} / "
+                         f"{sum(o.recorded or o.monitored for o in mine)} / {counted}")
+        lines.append(f"| {name} | {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -313,7 +341,8 @@ def main() -> None:
     forms = load_forms(args.half)
     with tempfile.TemporaryDirectory(prefix="wire-forms-") as tmp:
         results = {mode: run_mode(Path(tmp), mode, forms) for mode in args.modes.split(",")}
-    print(table(results))
+    from test_wire_forms import BY_MEANING
+    print(table(results, BY_MEANING))
     print(json.dumps(summary(results), indent=1))
     if args.out:
         args.out.write_text(json.dumps({m: [{"id": o.form["id"], "kind": o.form["kind"], "attribute": o.form["attribute"],

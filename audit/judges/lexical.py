@@ -85,8 +85,13 @@ def outside(text: str, phrases: tuple[str, ...]) -> str:
 
 def find_text(texts, forms: tuple[str, ...]) -> tuple[str, str] | None:
     """(form, text) for the first form found in any of `texts` (across a seam, only one that spans it)."""
+    plain = [t for t in texts if not isinstance(t, Seam)]
+    if len(plain) > 2 and not find_form(" | ".join(plain), forms):   # one look at them all (no form spans
+        texts = [t for t in texts if isinstance(t, Seam)]                 # " | "): most texts say nothing
     for text in texts:
         if isinstance(text, Seam):
+            if not find_form(text, forms):
+                continue
             for form in forms:
                 if find_form(text, (form,)) and not any(find_form(part, (form,)) for part in text.parts):
                     return form, text

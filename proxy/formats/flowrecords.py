@@ -13,9 +13,11 @@ from collections.abc import Callable, Iterable
 
 from mitmproxy import http
 
+from spillage.proxy.beacons import beacon_target
 from spillage.proxy.beacons import endpoints
 from spillage.proxy.reading.records import clean_text
 from spillage.proxy.reading.records import write_derived
+from spillage.proxy.reading.request import FORM_TYPES
 from spillage.proxy.reading.request import Reading
 from spillage.proxy.reading.request import WireRequest
 
@@ -45,8 +47,17 @@ def write_request(write: Write, body: Body, flow_id: str, request: http.Request,
     url = request_url(request)
     record = write_request_record(write, body, flow_id, request, url)
     if record is not None:
-        write_derived(write, flow_id, record["seq"], Reading(wire_request(request, url)), url, endpoints(beacon_urls))
+        derive(write, flow_id, record["seq"], request, url, endpoints(beacon_urls))
     return record
+
+
+def derive(write: Write, flow_id: str, seq: int, request: http.Request, url: str,
+           beacon_endpoints: frozenset[str]) -> None:
+    """Write the records derived from the request written as record `seq` (`url`: its request_url),
+    reading it only when it can derive one: an event endpoint's, or a body sent as a form."""
+    form = request.raw_content and request.headers.get("content-type", "").lstrip().lower().startswith(FORM_TYPES)
+    if form or beacon_target(url) in beacon_endpoints:
+        write_derived(write, flow_id, seq, Reading(wire_request(request, url)), url, beacon_endpoints)
 
 
 def write_request_record(write: Write, body: Body, flow_id: str, request: http.Request, url: str) -> dict | None:

@@ -7,5 +7,6 @@ one (docs/AUDIT.md, "What the observer reads").
     reading.params        # the query as the site parses it; reading.path, reading.form, reading.document
     reading.unread        # what could not be read (a body past the limit, a stream that does not decode)
 
-No mitmproxy here: the live proxy hands requests over as `WireRequest`s (addons/wire.py).
+No mitmproxy here: the live proxy hands requests over as `WireRequest`s
+(proxy/formats/flowrecords.py:wire_request); capture records are read with `WireRequest.of_record`.
 """

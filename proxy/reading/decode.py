@@ -36,6 +36,8 @@ MAX_VALUE = 1 << 20         # characters of one decoded text that the next step 
 LONG_VALUE = 64 * 1024      # a value this long gets at most LONG_RESULTS decodings
 LONG_RESULTS = 8
 SECONDS = 2.0               # for all the values of one request
+CACHED_VALUE = 2048         # characters of a value whose decodings are kept for the next request ...
+CACHED_VALUES = 8192        # ... and how many are kept
 PRINTABLE = 0.8             # share of printable characters that makes decoded bytes text
 WORDY = 0.8                 # share of letters that makes what a word-like token decodes to words
 
@@ -75,8 +77,27 @@ class Budget:
 
 def decode_value(value: str, budget: Budget | None = None, first: tuple[str, ...] = ()) -> list[Decoded]:
     """`value` (folded) and every distinct text decoding recovers from it, breadth first. `first` is
-    the chain that produced `value` (a body's content coding, say)."""
+    the chain that produced `value` (a body's content coding, say). A short value is decoded once per
+    process (headers and ids repeat on every request)."""
     budget = budget or Budget()
+    key = (value, first)
+    if key in _DONE:
+        return list(_DONE[key])
+    own = Budget(budget.deadline)
+    results = _decode(value, own, first)
+    for why in own.stopped:
+        budget.stop(why)
+    if len(value) <= CACHED_VALUE and not own.stopped:   # only what was read whole is kept
+        if len(_DONE) >= CACHED_VALUES:
+            del _DONE[next(iter(_DONE))]
+        _DONE[key] = tuple(results)
+    return results
+
+
+_DONE: dict[tuple[str, tuple[str, ...]], tuple[Decoded, ...]] = {}
+
+
+def _decode(value: str, budget: Budget, first: tuple[str, ...]) -> list[Decoded]:
     start, steps = fold(value)
     results = [Decoded(start, first + steps)]
     seen = {start}

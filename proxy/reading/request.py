@@ -185,7 +185,11 @@ class Reading:
 
     def beacon(self) -> tuple[str, Any]:
         """An event endpoint's event name and JSON payload (`unknown`, None when it is not JSON)."""
-        doc = parse_json(self.text) if self.unpacked.data else None
+        return self.event
+
+    @cached_property
+    def event(self) -> tuple[str, Any]:
+        doc = (self.document if isinstance(self.document, dict) else parse_json(self.text)) if self.unpacked.data else None
         if doc is None:
             return "unknown", None
         if isinstance(doc, dict):
@@ -351,6 +355,8 @@ def joined(pieces: Iterable[Piece], where: str) -> list[Piece]:
     out = []
     for a, b in zip(values, values[1:]):
         left, right = a.text.rstrip(), b.text.lstrip()
+        if b.text.startswith(a.text) or a.text.startswith(b.text):
+            continue   # one value grown from the other (a field's text as it was typed): no seam between
         if left[-1:].isalpha() and right[:1].isalpha():
             tail, head = left.split()[-SEAM_WORDS:], right.split()[:SEAM_WORDS]
             raw, parts = f"{a.raw}&{b.raw}", (" ".join(tail), " ".join(head))
