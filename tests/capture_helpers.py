@@ -8,7 +8,16 @@ from typing import Any
 
 from spillage.proxy.capturelog import CaptureWriter
 from spillage.proxy.layout import LOG_NAME
+from spillage.proxy.layout import write_checkpoint_note
+from spillage.proxy.layout import write_meta
+from spillage.proxy.notes import Note
+from spillage.proxy.notes import checkpoint_text
+from spillage.proxy.notes import parse_note
 from spillage.proxy.signing import SessionKey
+from spillage.proxy.signing import Signer
+from spillage.proxy.signing import checkpoint_message
+from spillage.proxy.signing import fingerprint
+from spillage.proxy.signing import raw_public
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f"
 BIG = bytes(range(256)) * 400  # 100 KiB, over the default inline limit
@@ -171,4 +180,33 @@ def signed_session(path: Path, key, *, seal: bool = True, every: int = 4, **kw: 
     """write_session's records, signed with a session key `key` certifies, a checkpoint every `every`."""
     signing = SessionKey.issue(key, path.name, NOW)
     write_session(path, seal=seal, signing=signing, checkpoint_every=every, checkpoint_interval=3600, **kw)
+    return signing
+
+
+def sign_checkpoint(record: dict[str, Any], root: bytes, signing: SessionKey) -> None:
+    """Give a checkpoint record the tree head `root` and sign it (and its C2SP note) with `signing`, as a
+    forger holding that key would."""
+    signer = signing.signer()
+    text = checkpoint_text(signing.session, record["records"], root)
+    record.update(root=root.hex(), key=signing.key, note=Note(text, (signer.sign_note(text),)).encode(),
+                  signature=signer.sign(checkpoint_message(signing.session, record["records"], root.hex(), record["ts"])))
+
+
+def runner_session(path: Path, key, *, isolation: str = "sandbox", every: int = 4) -> SessionKey:
+    """write_session's records as a run leaves them: signed with a session key whose certificate states
+    `isolation` and that its issuer cosigns; the final checkpoint cosigned by `key` (checkpoint.note) and
+    meta.json naming the session, its keys, the isolation and the sealed head."""
+    signing = SessionKey.issue(key, path.name, NOW, cosign=True, isolation=isolation)
+    final: list[dict[str, Any]] = []
+    write_session(path, signing=signing, checkpoint_every=every, checkpoint_interval=3600,
+                  on_checkpoint=lambda record, last: final.append(record))
+    head = final[-1]
+    note = parse_note(head["note"])
+    write_checkpoint_note(path, note.adding(Signer(key).sign_note(note.text)).encode())
+    meta = {"session": path.name, "evidence": "sealed", "isolation": {"level": isolation},
+            "signing": {"key": fingerprint(raw_public(key)), "session_key": signing.key},
+            "capture": {"records": head["seq"] + 1, "head": head["hash"],
+                        "signed_head": {"seq": head["seq"], "hash": head["hash"], "tree_size": head["records"],
+                                        "root": head["root"], "ts": head["ts"], "signature": head["signature"]}}}
+    write_meta(path, meta)
     return signing
