@@ -321,6 +321,8 @@ def run_arguments(matrix: Matrix, run: RunSpec, audit: bool) -> list[str]:
         argv += ["--guard", c.guard] + (["--guard-policy", c.guard_policy] if c.guard_policy else [])
     if matrix.model_via_proxy:
         argv.append("--model-via-proxy")
+    if matrix.isolation != "sandbox":
+        argv += ["--isolation", matrix.isolation]
     if audit:
         argv.append("--audit")
     return argv
