@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from spillage.proxy.documents import load_json
+from spillage.proxy.notes import MAX_NOTE_BYTES
 
 LOG_NAME = "capture.jsonl"
 BLOB_DIR = "blobs"
@@ -147,9 +148,6 @@ MAX_META_BYTES = 1 << 20  # a few KB in practice
 def write_checkpoint_note(session_dir: Path, note: str) -> None:
     """Write the cosigned final checkpoint (a C2SP signed note), 0600."""
     write_atomically(Path(session_dir) / CHECKPOINT_NOTE, note)
-
-
-MAX_NOTE_BYTES = 64 << 10
 
 
 def read_checkpoint_note(session_dir: Path) -> str | None:
