@@ -42,8 +42,11 @@ def cmd_run(args) -> int:
         progress(str(e))
         return 2
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if args.model_endpoint and not command:
+        progress("--model-endpoint is for a command agent (-- CMD); a framework's endpoint is its --model's")
+        return 2
     if command:
-        agent = AgentSpec.command(command)
+        agent = AgentSpec.command(command, args.model_endpoint)
     else:
         try:
             spec = parse_model(args.model, args.base_url)  # fail here, not inside the child
@@ -425,6 +428,14 @@ def port_number(text: str) -> int:
     return value
 
 
+def host_port(text: str) -> str:
+    """An argparse type: HOST:PORT (a name or an address, [v6] in brackets), as the proxy names endpoints."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or host != host.strip() or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT")
+    return f"{host.lower()}:{int(port)}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spillage", description="Capture and audit what web agents reveal about their users.",
@@ -460,6 +471,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--guard-policy", type=Path, metavar="FILE", help="the guard's rules and attributes (docs/GUARD.md)")
     run.add_argument("--no-preflight", action="store_true",
                      help="do not check the model endpoint before starting (it must answer within seconds)")
+    run.add_argument("--model-endpoint", type=host_port, metavar="HOST:PORT",
+                     help="for a command agent: its model endpoint, which it then reaches from its sandbox "
+                          "(directly, or through the proxy with --model-via-proxy)")
     run.add_argument("--model-via-proxy", action="store_true",
                      help="send the agent's model calls through the proxy too: captured, and the model "
                           "provider shows as an observer of its own (default: direct, not captured)")

@@ -80,13 +80,14 @@ class AgentSpec:
         return cls(f"{framework}-{spec.label()}", tuple(argv), model, True, framework, spec.host())
 
     @classmethod
-    def command(cls, argv: list[str]) -> "AgentSpec":
-        """Any command, run with the environment contract of docs/AGENTS.md. It runs in its work
-        folder, so arguments that are relative paths to existing files (`./agent.sh`,
-        `docs/examples/x.py`) are made absolute first, as the caller meant them."""
+    def command(cls, argv: list[str], model_host: str | None = None) -> "AgentSpec":
+        """Any command, run with the environment contract of docs/AGENTS.md, reaching its model at
+        `model_host` (HOST:PORT, `--model-endpoint`) when given. It runs in its work folder, so arguments
+        that are relative paths to existing files (`./agent.sh`, `docs/examples/x.py`) are made absolute
+        first, as the caller meant them."""
         resolved = [str(Path(a).resolve()) if "/" in a and not a.startswith("-") and not Path(a).is_absolute()
                     and Path(a).exists() else a for a in argv]
-        return cls(Path(argv[0]).name, tuple(resolved))
+        return cls(Path(argv[0]).name, tuple(resolved), model_host=model_host)
 
 
 @dataclass(frozen=True)
