@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SCENARIO ?= shop-kettle-chat
 
-.PHONY: demo test test-fast icu chromium tshark curl autogen screenshots report-example bench bench-runs clean
+.PHONY: demo test test-fast icu chromium tshark curl bwrap go autogen screenshots report-example bench bench-runs clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or run make PYTHON=/path/to/python3.12"; exit 1; }
@@ -50,11 +50,29 @@ curl:
 		apt-get install -y curl >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y curl >/dev/null; }; \
 	else echo "curl is missing: run 'sudo apt-get install -y curl' (Debian's package), then 'make test' again"; exit 1; fi
 
-demo: $(STAMP) chromium
+# The agent's sandbox (docs/EVIDENCE.md): every run needs it, unless told --isolation none.
+bwrap:
+	@if command -v bwrap >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		echo "installing Debian's bubblewrap"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y bubblewrap >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y bubblewrap >/dev/null; }; \
+	else echo "bubblewrap is missing: run 'sudo apt-get install -y bubblewrap' (Debian's package), then make again"; exit 1; fi
+
+# Go and its golang.org/x/mod, from Debian: tests/test_c2sp.py checks our notes and proofs with them, offline.
+go:
+	@if command -v go >/dev/null 2>&1 && [ -d /usr/share/gocode/src/golang.org/x/mod/sumdb/note ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		echo "installing Debian's golang-go and golang-golang-x-mod-dev"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y golang-go golang-golang-x-mod-dev >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y golang-go golang-golang-x-mod-dev >/dev/null; }; \
+	else echo "Go is missing: run 'sudo apt-get install -y golang-go golang-golang-x-mod-dev', then 'make test' again"; exit 1; fi
+
+demo: $(STAMP) chromium bwrap
 	$(BIN)/spillage run --scenario $(SCENARIO) --agent browser-use --model scripted:oversharer --audit
 
-# With the tools installed, a test that needs one (tshark, curl, AutoGen's venv) fails instead of skipping.
-test: $(STAMP) chromium tshark curl autogen
+# With the tools installed, a test that needs one (tshark, curl, bwrap, go, AutoGen's venv) fails instead of skipping.
+test: $(STAMP) chromium tshark curl bwrap go autogen
 	SPILLAGE_REQUIRE_TOOLS=1 $(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)

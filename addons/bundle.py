@@ -9,6 +9,8 @@ asks every addon about every event, so each one costs on every request; for the 
 built-in addons a capture proxy never uses leave the chain once it runs (addons/lean.py), and then
 the heap that lives as long as the proxy is frozen out of garbage collection (addons/heap.py).
 mitmproxy's log may not end the proxy when the runner reading it is gone (addons/output.py).
+The proxy holds the session key and the CA key: it is made undumpable as the script loads, before it
+reads the session key, so no process of its uid can read its memory (proxy/undumpable.py).
 """
 
 from spillage.addons.capture import Capture
@@ -19,6 +21,9 @@ from spillage.addons.lean import LeanChain
 from spillage.addons.output import SurvivingOutput
 from spillage.addons.ready import Ready
 from spillage.addons.resolver import LoopbackResolver
+from spillage.proxy.undumpable import forbid_dumps
+
+forbid_dumps()
 
 
 def chain(guarded: bool) -> list:

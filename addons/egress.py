@@ -76,10 +76,18 @@ class EgressPolicy:
 
     @fail_closed
     def request(self, flow: http.HTTPFlow) -> None:
-        if flow.response or flow.error:
+        """Refuse a request that goes elsewhere than *.test or a model endpoint; one mitmproxy has already
+        failed (an HTTP/2 preface in a plain tunnel) is marked refused too, so that it is recorded as one."""
+        if flow.response:
             return
         mismatch = host_mismatch(flow.request)
         if mismatch:
-            refuse(flow, {"background": False, "reason": mismatch})
+            refusal = {"background": False, "reason": mismatch}
         elif not self.allowed(flow.request.pretty_host, flow.request.port):
-            refuse(flow, describe_refusal(flow.request.pretty_host, flow.request.path, "request"))
+            refusal = describe_refusal(flow.request.pretty_host, flow.request.path, "request")
+        else:
+            return
+        if flow.error:
+            flow.metadata[EGRESS_KEY] = refusal
+        else:
+            refuse(flow, refusal)

@@ -1,5 +1,5 @@
 """The last line of egress: a server connection is opened only to the origin server or a named model
-endpoint.
+endpoint, and every refused attempt is recorded, whatever its shape.
 
 The request-level policy (egress.py) and the `*.test` routing (resolver.py) decide HTTP requests. This
 guard decides connections, whatever they carry: raw TCP or UDP inside a tunnel, a `.test` name a failed
@@ -7,23 +7,34 @@ addon left unrouted, an outside host by any spelling. Anything not going to the 
 model endpoint is refused before a socket is opened or a name is looked up, and recorded as
 `egress_blocked` (method CONNECT, url host:port), with the first bytes the client sent when the tunnel
 carried raw data.
+
+What never became a request is recorded when its client goes: a tunnel to an outside host in which no
+request was made (nothing sent, or text with no end to its head), and bytes mitmproxy answered with
+400 itself (an absolute URL it cannot read, such as `http://shop.test@127.0.0.2/`): each an
+`egress_blocked` record with the bytes the client had sent.
 """
 
 import logging
+import re
+from urllib.parse import urlsplit
 
 from mitmproxy import ctx
+from mitmproxy import http
 from mitmproxy.connection import Client
 from mitmproxy.proxy.layer import NextLayer
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 
+from spillage.addons.failclosed import fail_closed
 from spillage.addons.failclosed import failure_message
 from spillage.addons.failclosed import record_failure
 from spillage.addons.resolver import parse_origin
 from spillage.proxy.hosts import is_test_host
 from spillage.proxy.hosts import normalise_host
+from spillage.proxy.refusal import EGRESS_KEY
 from spillage.proxy.refusal import describe_refusal
 
 MAX_FIRST_BYTES = 64 * 1024
+TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")   # an HTTP method, as the capture schema takes it
 logger = logging.getLogger(__name__)
 
 
@@ -33,6 +44,9 @@ class ConnectionGuard:
     def __init__(self) -> None:
         self.first_bytes: dict[str, bytes] = {}   # client id -> what it sent before its layer was known
         self.recorded: set[str] = set()           # ids of server connections whose refusal is recorded
+        self.tunnels: dict[str, tuple[str, str, int]] = {}   # client id -> (flow, host, port) of an outside tunnel
+        self.connected: set[str] = set()          # ids of clients that opened a tunnel (CONNECT)
+        self.answered: set[str] = set()           # ids of clients that made a request, or whose refusal is recorded
         self.origin: tuple[str, int] | None = None
         self.model_hosts: frozenset[str] = frozenset()
 
@@ -52,17 +66,69 @@ class ConnectionGuard:
         return (host, port) == self.origin or f"{normalise_host(host)}:{port}" in self.model_hosts
 
     def next_layer(self, nextlayer: NextLayer) -> None:
-        """Keep what a client sent into a tunnel to anywhere but the origin, until its layer is known:
-        if that is raw TCP, those bytes are what the refusal records."""
+        """Keep what a client sent first, and into a tunnel to anywhere but the origin, until its layer is
+        known: if that is raw TCP, or nothing mitmproxy can read, those bytes are what the refusal records."""
         try:
             context = nextlayer.context
-            if context.server.address and not self.allowed(context.server.address):
+            outside = context.server.address and not self.allowed(context.server.address)
+            if outside or context.client.id not in self.first_bytes:
                 self.first_bytes[context.client.id] = nextlayer.data_client()[:MAX_FIRST_BYTES]
         except Exception as exc:  # noqa: BLE001 - the connection hook below still refuses
             record_failure(None, None, failure_message(self, "next_layer", exc))
 
+    @fail_closed
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        """A tunnel to an outside host that the egress policy let open (to the proxy itself): recorded when
+        its client goes, unless a request inside it, or its refused connection, is."""
+        host, port, client = flow.request.host, flow.request.port, flow.client_conn.id
+        self.first_bytes.pop(client, None)   # the CONNECT itself: what the tunnel carries is kept next
+        self.connected.add(client)
+        if EGRESS_KEY not in flow.metadata and not is_test_host(host) and \
+                f"{normalise_host(host)}:{port}" not in self.model_hosts:
+            self.tunnels[client] = (flow.id, host, port)
+
+    @fail_closed
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        if flow.request.method != "CONNECT":
+            self.answered.add(flow.client_conn.id)
+            self.first_bytes.pop(flow.client_conn.id, None)
+
     def client_disconnected(self, client: Client) -> None:
-        self.first_bytes.pop(client.id, None)
+        """Record what this client tried that never became a request, nor a refused connection."""
+        data = self.first_bytes.pop(client.id, b"")
+        tunnel = self.tunnels.pop(client.id, None)
+        connected = client.id in self.connected
+        self.connected.discard(client.id)
+        if client.id in self.answered:
+            self.answered.discard(client.id)
+            return
+        try:
+            if tunnel is not None:
+                flow, host, port = tunnel
+                refusal = describe_refusal(host, None, "tunnel")
+                refusal["reason"] += ("; the client sent no request in it" if not data else
+                                      f"; the client sent {len(data)} bytes that are no complete request (the body)")
+                self.write(flow, "CONNECT", f"{host}:{port}", host, port, data, refusal)
+            elif data and not connected:   # a tunnel to *.test that carried no request (a browser's spare) is none
+                self.unreadable(client, data)
+        except Exception as exc:  # noqa: BLE001 - nothing was let through; the failure is recorded
+            record_failure(None, None, failure_message(self, "client_disconnected", exc))
+
+    def unreadable(self, client: Client, data: bytes) -> None:
+        """Record bytes mitmproxy refused before any request (it answers 400 to a request line it cannot
+        read), as the request its request line names, if it names one (else as a refused connection)."""
+        method, target = (data.split(b"\r\n", 1)[0].decode("latin-1").split(" ") + ["", ""])[:2]
+        parts = urlsplit(target)
+        try:
+            host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            host = None
+        if not host or not TOKEN.fullmatch(method):
+            method, target, host, port = "CONNECT", "?:0", "?", 0
+        refusal = describe_refusal(host, None, "request") if host != "?" else {"background": False,
+                                                                            "reason": "request refused"}
+        refusal["reason"] += f"; mitmproxy could not read it and answered 400 ({len(data)} bytes, the body)"
+        self.write(f"client:{client.id}", method, target, host, port, data, refusal)
 
     def server_connect(self, data: ServerConnectionHookData) -> None:
         """Refuse the connection unless it goes to the origin or a model endpoint."""
@@ -71,6 +137,7 @@ class ConnectionGuard:
                 return
             data.server.error = "spillage: egress refused: no server connection but to the origins"
             self.record(data.server.id, data.server.address, self.first_bytes.pop(data.client.id, b""))
+            self.answered.add(data.client.id)
         except Exception as exc:  # noqa: BLE001 - fail closed
             data.server.error = "spillage: egress refused: internal error"
             record_failure(None, None, failure_message(self, "server_connect", exc))
@@ -88,7 +155,10 @@ class ConnectionGuard:
             refusal = describe_refusal(host, None, "connect")
         if data:
             refusal["reason"] += f"; the client sent {len(data)} bytes of another protocol (the body)"
+        self.write(server_id, "CONNECT", f"{host}:{port}", host, port, data, refusal)
+
+    def write(self, flow: str, method: str, url: str, host: str, port: int, data: bytes, refusal: dict) -> None:
         logger.info(f"spillage: {refusal['reason']}: {host}:{port}")
         capture = ctx.master.addons.get("capture")
         if capture is not None:
-            capture.write_blocked(server_id, "CONNECT", f"{host}:{port}", host, port, data, refusal)
+            capture.write_blocked(flow, method, url, host, port, data, refusal)

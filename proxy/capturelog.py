@@ -30,6 +30,9 @@ from spillage.proxy.layout import blob_path
 from spillage.proxy.layout import capture_path
 from spillage.proxy.merkle import MerkleFrontier
 from spillage.proxy.merkle import leaf_hash
+from spillage.proxy.notes import Note
+from spillage.proxy.notes import checkpoint_text
+from spillage.proxy.signing import CLAIMS
 from spillage.proxy.signing import SessionKey
 from spillage.proxy.signing import Signer
 from spillage.proxy.signing import checkpoint_message
@@ -66,6 +69,9 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
     "session_end": ("reason", "records"),
     "crash_seal": ("reason", "records", "by", "last_signed", "torn_tail"),
 }
+#: Fields the writer adds to its own kinds in logs written since they exist: the claims a session key's
+#: certificate states (signing.CLAIMS), and a checkpoint's C2SP signed note (proxy/notes.py).
+OPTIONAL_FIELDS: dict[str, tuple[str, ...]] = {"signer": CLAIMS, "checkpoint": ("note",)}
 #: Kinds only the writer itself appends (a signed log's first record, its checkpoints).
 WRITER_KINDS = frozenset({"signer", "checkpoint"})
 #: Kinds that seal a log: after one, a signed log takes only its final checkpoint, then nothing.
@@ -618,10 +624,12 @@ class CaptureWriter:
     def _checkpoint(self) -> dict[str, Any]:
         """Append a signed checkpoint over every record so far; the caller holds the lock."""
         assert self._signer is not None
-        ts, root = utc_timestamp(), self._tree.root().hex()
-        signature = self._signer.sign(checkpoint_message(self._session, self._seq, root, ts))
-        record = self._write("checkpoint", {"records": self._seq, "head": self._head, "root": root,
-                                            "key": self._signer.key, "signature": signature}, ts)
+        ts, root = utc_timestamp(), self._tree.root()
+        signature = self._signer.sign(checkpoint_message(self._session, self._seq, root.hex(), ts))
+        text = checkpoint_text(self._session, self._seq, root)
+        note = Note(text, (self._signer.sign_note(text),)).encode()
+        record = self._write("checkpoint", {"records": self._seq, "head": self._head, "root": root.hex(),
+                                            "key": self._signer.key, "signature": signature, "note": note}, ts)
         self._since_checkpoint = 0
         self._last_checkpoint = time.monotonic()
         return record

@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from spillage.proxy.documents import load_json
+from spillage.proxy.notes import MAX_NOTE_BYTES
 
 LOG_NAME = "capture.jsonl"
 BLOB_DIR = "blobs"
 META_NAME = "meta.json"
 TORN_TAIL = "capture.torn"          # the bytes of a torn last line, moved aside by `spillage seal`
+CHECKPOINT_NOTE = "checkpoint.note" # the final checkpoint as a C2SP signed note, cosigned by its issuer
 SCENARIO_COPY = "scenario.yaml"
 CATALOG_COPY = "catalog.sqlite"
 REPORT_NAME = "audit.json"
@@ -125,18 +127,44 @@ def create_work_folder(session_dir: Path, owner: tuple[int, int] | None = None) 
 
 def write_meta(session_dir: Path, meta: dict) -> None:
     """Write meta.json atomically (a crash leaves the old or the new file, never half of one), 0600."""
-    tmp = session_dir / f".{META_NAME}.tmp"
+    write_atomically(session_dir / META_NAME, json.dumps(meta, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write `path` (0600) by a temporary file beside it, fsynced, renamed over it."""
+    tmp = path.with_name(f".{path.name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, WRITING_MODE)
-    with open(fd, "w", encoding="utf-8") as f:
-        json.dump(meta, f, indent=2, ensure_ascii=False, sort_keys=True)
-        f.write("\n")
+    with open(fd, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.chmod(tmp, WRITING_MODE)
-    tmp.replace(session_dir / META_NAME)
+    tmp.replace(path)
 
 
 MAX_META_BYTES = 1 << 20  # a few KB in practice
+
+
+def write_checkpoint_note(session_dir: Path, note: str) -> None:
+    """Write the cosigned final checkpoint (a C2SP signed note), 0600."""
+    write_atomically(Path(session_dir) / CHECKPOINT_NOTE, note)
+
+
+def read_checkpoint_note(session_dir: Path) -> str | None:
+    """The cosigned final checkpoint's text, or None when there is none; ValueError naming the file when
+    it is too long or not UTF-8."""
+    path = Path(session_dir) / CHECKPOINT_NOTE
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_NOTE_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    if len(data) > MAX_NOTE_BYTES:
+        raise ValueError(f"{path}: more than {MAX_NOTE_BYTES} bytes; a checkpoint note is a few hundred")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 (byte {exc.start})") from None
 
 
 def read_meta(session_dir: Path) -> dict[str, Any] | None:
@@ -152,9 +180,10 @@ def read_meta(session_dir: Path) -> dict[str, Any] | None:
 
 
 def seal_permissions(session_dir: Path) -> None:
-    """Make the evidence read-only: the log, its blobs, a torn tail and meta.json become 0400."""
+    """Make the evidence read-only: the log, its blobs, a torn tail, the cosigned checkpoint and meta.json
+    become 0400."""
     session_dir = Path(session_dir)
-    files = [session_dir / LOG_NAME, session_dir / META_NAME, session_dir / TORN_TAIL]
+    files = [session_dir / LOG_NAME, session_dir / META_NAME, session_dir / TORN_TAIL, session_dir / CHECKPOINT_NOTE]
     blobs = session_dir / BLOB_DIR
     if blobs.is_dir():
         files += [p for p in blobs.iterdir() if p.is_file()]

@@ -4,10 +4,15 @@ An inclusion proof carries one record, its RFC 9162 audit path, the log's final 
 the `signer` record that certifies the key which signed it: checked with nothing else at hand, it shows
 that the record is in the session's log as its proxy sealed it, without showing the rest of the session.
 A consistency proof shows that a later signed head of the log extends an earlier one.
+
+An inclusion proof is also written as a c2sp.org/tlog-proof (`--format tlog-proof`): the record's line as
+its extra data, the leaf index, the audit path, and the session's final checkpoint as its issuer cosigned
+it (checkpoint.note). Any tlog-proof verifier checks it with the issuer's verifier key alone.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,20 +24,33 @@ from spillage.proxy.capturelog import record_hash
 from spillage.proxy.documents import DocumentError
 from spillage.proxy.documents import load_json
 from spillage.proxy.layout import capture_path
+from spillage.proxy.layout import read_checkpoint_note
 from spillage.proxy.merkle import consistency_proof
 from spillage.proxy.merkle import inclusion_proof
 from spillage.proxy.merkle import leaf_hash
 from spillage.proxy.merkle import verify_consistency
 from spillage.proxy.merkle import verify_inclusion
+from spillage.proxy.notes import PROOF_HEADER
+from spillage.proxy.notes import NoteError
+from spillage.proxy.notes import TlogProof
+from spillage.proxy.notes import long_term_name
+from spillage.proxy.notes import origin
+from spillage.proxy.notes import parse_checkpoint
+from spillage.proxy.notes import parse_note
+from spillage.proxy.notes import parse_tlog_proof
+from spillage.proxy.signing import b64
 from spillage.proxy.signing import certificate_ok
 from spillage.proxy.signing import checkpoint_message
 from spillage.proxy.signing import fingerprint
+from spillage.proxy.signing import note_signed
 from spillage.proxy.signing import pinned_fingerprint
+from spillage.proxy.signing import pinned_public
 from spillage.proxy.signing import signature_ok
 from spillage.proxy.signing import unb64
 from spillage.proxy.verify import verify
 
 PROOF_FORMAT = "spillage-proof"
+FORMATS = (PROOF_FORMAT, "tlog-proof")
 PROOF_VERSION = 1
 HEAD_FIELDS = ("records", "root", "ts", "key", "signature")
 SIGNER_FIELDS = ("session", "key", "issuer", "issued", "certificate")
@@ -54,24 +72,28 @@ class SignedLog:
     signer: dict
     heads: dict[int, dict]      # tree size -> checkpoint fields that sign it
     final: int                  # tree size of the final checkpoint
+    lines: dict[int, bytes]     # seq -> the record's line (only the one asked for)
 
 
-def read_signed_log(session: Path, key: str | None) -> SignedLog:
-    """The signed log of `session`, which must verify (pinned to `key` when given)."""
+def read_signed_log(session: Path, key: str | None, keep: int | None = None) -> SignedLog:
+    """The signed log of `session`, which must verify (pinned to `key` when given), with the line of
+    record `keep`."""
     result = verify(session, key)
     if not result.ok:
         raise ProofError(f"the log does not verify: {result.summary()}")
     if result.signed is None:
         raise ProofRequestError(f"{capture_path(session)}: the log is unsigned, so nothing can be proved from it")
-    leaves, heads, signer = [], {}, {}
+    leaves, heads, signer, lines = [], {}, {}, {}
     for line in iter_records(session):
         rec = line.record
         if rec["kind"] == "signer":
             signer = {k: rec[k] for k in SIGNER_FIELDS}
         if rec["kind"] == "checkpoint":
             heads[rec["records"]] = {k: rec[k] for k in HEAD_FIELDS}
+        if rec["seq"] == keep:
+            lines[keep] = line.raw
         leaves.append(leaf_hash(line.raw))
-    return SignedLog(leaves, signer, heads, max(heads))
+    return SignedLog(leaves, signer, heads, max(heads), lines)
 
 
 def prove_inclusion(session: Path, seq: int, key: str | None = None) -> dict[str, Any]:
@@ -84,6 +106,51 @@ def prove_inclusion(session: Path, seq: int, key: str | None = None) -> dict[str
     return {"format": PROOF_FORMAT, "version": PROOF_VERSION, "type": "inclusion",
             "record": record, "leaf_index": seq, "audit_path": [h.hex() for h in path],
             "signed_head": log.heads[log.final], "signer": log.signer}
+
+
+def prove_tlog(session: Path, seq: int, key: str | None = None) -> str:
+    """The inclusion proof of record `seq` as a c2sp.org/tlog-proof, under the final checkpoint its issuer
+    cosigned."""
+    log = read_signed_log(session, key, keep=seq)
+    if not 0 <= seq < log.final:
+        raise ProofRequestError(f"seq {seq}: the final signed head covers records 0 to {log.final - 1}")
+    note = read_checkpoint_note(session)
+    if note is None:
+        raise ProofRequestError(f"{session}: no cosigned checkpoint.note (the log predates C2SP checkpoints); "
+                                f"--format {PROOF_FORMAT} proves it")
+    path = inclusion_proof(log.leaves, seq, log.final)
+    return TlogProof(log.lines[seq], seq, path, note).encode()
+
+
+def check_tlog_proof(text: str, key: str | None) -> tuple[bool, str]:
+    """(ok, the verdict line) for a c2sp.org/tlog-proof of one record; `key` (required) is the issuer's
+    public key, which the checkpoint's cosignature must verify under. ProofError when it is no proof."""
+    if key is None:
+        raise ProofError("a tlog-proof names no key: give --key (the verifier key `spillage key` prints)")
+    issuer = pinned_public(key)
+    try:
+        proof = parse_tlog_proof(text)
+        note = parse_note(proof.checkpoint)
+        origin_line, size, root = parse_checkpoint(note.text)
+    except NoteError as exc:
+        raise ProofError(f"not a tlog-proof: {exc}") from None
+    if not origin_line.startswith(origin("")):
+        return False, f"FAIL the checkpoint's origin {origin_line!r} names no spillage session"
+    if note_signed(note, long_term_name(issuer), b64(issuer)) is not True:
+        return False, f"FAIL the checkpoint carries no valid signature of {fingerprint(issuer)}"
+    if proof.extra is None:
+        return False, "FAIL the proof carries no record (its extra line)"
+    try:
+        record = json.loads(proof.extra)
+        if not isinstance(record, dict) or canonical_json(record) != proof.extra or record.get("hash") != record_hash(record):
+            return False, "FAIL the record is not a capture record as the log holds it"
+    except (ValueError, TypeError, RecursionError):
+        return False, "FAIL the record is not JSON"
+    if record.get("seq") != proof.index or not verify_inclusion(leaf_hash(proof.extra), proof.index, size, proof.path, root):
+        return False, "FAIL the audit path does not lead from the record to the checkpoint's root"
+    session = origin_line[len(origin("")):]
+    return True, (f"OK record {proof.index} ({record.get('kind')}{_what(record)}) is in session {session}'s log of "
+                  f"{size} records; cosigned by {fingerprint(issuer)} (pinned)")
 
 
 def prove_consistency(session: Path, old: int, new: int, key: str | None = None) -> dict[str, Any]:
@@ -102,6 +169,24 @@ def prove_consistency(session: Path, old: int, new: int, key: str | None = None)
 
 
 MAX_PROOF_BYTES = 2 * MAX_LINE_BYTES  # the record's line, and a few hundred hashes
+TLOG_PROOF_HEADER = PROOF_HEADER.encode("ascii") + b"\n"
+
+
+def read_proof(path: Path, key: str | None) -> tuple[bool, str]:
+    """(ok, the verdict line) for a proof file of either format; ProofError naming the file when it is
+    not a proof."""
+    try:
+        with open(path, "rb") as f:
+            start = f.read(len(TLOG_PROOF_HEADER))
+    except OSError as exc:
+        raise ProofError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if start != TLOG_PROOF_HEADER:
+        return check_proof(load_proof(path), key)
+    try:
+        text = Path(path).read_bytes()[:MAX_PROOF_BYTES].decode("utf-8")
+        return check_tlog_proof(text, key)
+    except (UnicodeDecodeError, ProofError) as exc:
+        raise ProofError(f"{path}: {exc}") from None
 
 
 def load_proof(path: Path) -> dict[str, Any]:

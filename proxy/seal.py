@@ -3,8 +3,9 @@
 The seal never rewrites history. A torn last line (a record the writer was cut off in) is moved, byte
 for byte, to `capture.torn`, and its size and SHA-256 are named in the seal. The seal itself is a
 `crash_seal` record saying why, by whom and how far the writer's own signatures reach, followed, in a
-signed log, by a checkpoint signed with the sealer's long-term key. `spillage verify` reports such a
-log as "truncated, sealed after crash", never as clean.
+signed log, by a checkpoint signed with the sealer's long-term key, which is also written beside the log
+as a C2SP note (`checkpoint.note`). `spillage verify` reports such a log as "truncated, sealed after
+crash", naming the key that signed the seal, never as clean.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from spillage.proxy.capturelog import intact_chain
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import TORN_TAIL
 from spillage.proxy.layout import WRITING_MODE
+from spillage.proxy.layout import write_checkpoint_note
 from spillage.proxy.signing import Signer
 from spillage.proxy.signing import fingerprint
 from spillage.proxy.signing import unb64
@@ -130,7 +132,12 @@ def seal_crashed(session_dir: Path, signer: Signer | None, tool: str, reason: st
         raise SealError(f"cannot seal: {exc}") from None
     if state.signed and signer is None:
         raise SealError(f"{log}: a signed log needs a key to seal it")
-    with CaptureWriter.resume(session_dir, signer if state.signed else None) as writer:
-        return writer.append("crash_seal", reason=reason, records=writer.count,
-                             by=sealer_identity(tool, signer if state.signed else None),
-                             last_signed=state.last_signed, torn_tail=torn)
+    final: list[dict] = []
+    with CaptureWriter.resume(session_dir, signer if state.signed else None,
+                              on_checkpoint=lambda record, last: final.append(record)) as writer:
+        sealed = writer.append("crash_seal", reason=reason, records=writer.count,
+                               by=sealer_identity(tool, signer if state.signed else None),
+                               last_signed=state.last_signed, torn_tail=torn)
+    if final:   # the seal's checkpoint, signed by the sealer, as a C2SP note beside the log
+        write_checkpoint_note(session_dir, final[-1]["note"])
+    return sealed

@@ -18,6 +18,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,12 +27,24 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from spillage.proxy.notes import Note
+from spillage.proxy.notes import NoteError
+from spillage.proxy.notes import Signature
+from spillage.proxy.notes import key_id
+from spillage.proxy.notes import long_term_name
+from spillage.proxy.notes import origin
+from spillage.proxy.notes import parse_verifier_key
+
 KEY_DIR = "signing"
 KEY_FILE = "ed25519.pem"
 PUBLIC_FILE = "ed25519.pub.pem"
 FINGERPRINT_PREFIX = "ed25519:"
+VKEY_START = re.compile(r"[^\s+]+\+[0-9a-f]{8}\+")   # a C2SP note verifier key: name+keyid+base64
 CERTIFICATE_PURPOSE = "spillage-session-key-v1"
 CHECKPOINT_PURPOSE = "spillage-checkpoint-v1"
+#: What the issuer of a session key may state in its certificate: how the agent was isolated
+#: (`sandbox`, `none`, ...), and that it cosigns the log's final checkpoint once it has checked the log.
+CLAIMS = ("isolation", "cosign")
 
 
 class SigningKeyError(ValueError):
@@ -108,18 +121,34 @@ def public_pem(public_raw: bytes) -> bytes:
 
 def pinned_fingerprint(spec: str) -> str:
     """The fingerprint `--key SPEC` pins: SPEC is a fingerprint (`ed25519:<hex>`), a base64 raw public
-    key, or a PEM file holding an Ed25519 public or private key. SigningKeyError says why it is none."""
+    key, a C2SP note verifier key (`spillage key` prints it), or a PEM file holding an Ed25519 public or
+    private key. SigningKeyError says why it is none."""
     if spec.startswith(FINGERPRINT_PREFIX):
         digest = spec[len(FINGERPRINT_PREFIX):]
         if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
             return spec
         raise SigningKeyError(f"--key {spec}: a fingerprint is 'ed25519:' and 64 lowercase hex digits")
+    return fingerprint(pinned_public(spec))
+
+
+def pinned_public(spec: str) -> bytes:
+    """The raw public key `--key SPEC` names (see pinned_fingerprint; a bare fingerprint names none).
+    SigningKeyError says why it is none."""
+    if spec.startswith(FINGERPRINT_PREFIX):
+        raise SigningKeyError(f"--key {spec}: a fingerprint cannot check a signature; give the public key "
+                              "(the verifier key or PEM file `spillage key` prints)")
     raw = unb64(spec)
     if raw is not None and len(raw) == 32:
-        return fingerprint(raw)
+        return raw
+    if VKEY_START.match(spec):
+        try:
+            return parse_verifier_key(spec)[1]
+        except NoteError as exc:
+            raise SigningKeyError(f"--key {exc}") from None
     path = Path(spec)
     if not path.is_file():
-        raise SigningKeyError(f"--key {spec}: no such file, and not a fingerprint or a base64 public key")
+        raise SigningKeyError(f"--key {spec}: no such file, and not a fingerprint, a verifier key or a base64 "
+                              "public key")
     data = path.read_bytes()
     for load in (serialization.load_pem_public_key,
                  lambda d: serialization.load_pem_private_key(d, password=None)):
@@ -128,9 +157,9 @@ def pinned_fingerprint(spec: str) -> str:
         except (ValueError, TypeError):
             continue
         if isinstance(key, Ed25519PrivateKey):
-            return fingerprint(raw_public(key))
+            return raw_public(key)
         if isinstance(key, Ed25519PublicKey):
-            return fingerprint(key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
+            return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     raise SigningKeyError(f"{path}: not an Ed25519 public or private key in PEM")
 
 
@@ -138,9 +167,11 @@ def _message(obj: dict) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def certificate_message(session: str, key: str, issued: str) -> bytes:
-    """What the long-term key signs to certify session key `key` (base64) for `session`."""
-    return _message({"purpose": CERTIFICATE_PURPOSE, "session": session, "key": key, "issued": issued})
+def certificate_message(session: str, key: str, issued: str, claims: dict | None = None) -> bytes:
+    """What the long-term key signs to certify session key `key` (base64) for `session`, with what the
+    issuer says of the session besides (`claims`: CLAIMS, in logs written since they exist)."""
+    return _message({"purpose": CERTIFICATE_PURPOSE, "session": session, "key": key, "issued": issued,
+                     **(claims or {})})
 
 
 def checkpoint_message(session: str, tree_size: int, root: str, ts: str) -> bytes:
@@ -162,15 +193,34 @@ def signature_ok(public_b64: object, signature_b64: object, message: bytes) -> b
 
 
 class Signer:
-    """A private key that signs checkpoints; `key` is its public half in base64."""
+    """A private key that signs checkpoints; `key` is its public half in base64, `name` the key name its
+    C2SP note signatures carry (a long-term key's own, unless given)."""
 
-    def __init__(self, private: Ed25519PrivateKey) -> None:
+    def __init__(self, private: Ed25519PrivateKey, name: str | None = None) -> None:
         self.private = private
         self.key = b64(raw_public(private))
+        self.name = name or long_term_name(raw_public(private))
 
     def sign(self, message: bytes) -> str:
         """The base64 signature of `message`."""
         return b64(self.private.sign(message))
+
+    def sign_note(self, text: str) -> Signature:
+        """This key's signature of a note's text."""
+        public = raw_public(self.private)
+        return Signature(self.name, key_id(self.name, public), self.private.sign(text.encode("utf-8")))
+
+
+def note_signed(note: Note, name: str, public_b64: object) -> bool | None:
+    """Whether `note` carries a valid signature of the key `name`/`public_b64`: None when it carries none
+    of that key, False when that key's signature does not verify."""
+    public = unb64(public_b64)
+    if public is None or len(public) != 32:
+        return False
+    found = note.by(name, public)
+    if found is None:
+        return None
+    return signature_ok(public_b64, b64(found.signature), note.text.encode("utf-8"))
 
 
 @dataclass(frozen=True)
@@ -182,14 +232,18 @@ class SessionKey:
     issuer: str          # the long-term public key, base64
     issued: str          # when the certificate was made (UTC)
     certificate: str     # the long-term key's signature of certificate_message(...)
+    claims: dict | None = None   # what the certificate states besides (CLAIMS)
 
     @classmethod
-    def issue(cls, issuer: Ed25519PrivateKey, session: str, issued: str) -> SessionKey:
-        """A fresh key for `session`, certified by `issuer` at `issued`."""
+    def issue(cls, issuer: Ed25519PrivateKey, session: str, issued: str, **claims) -> SessionKey:
+        """A fresh key for `session`, certified by `issuer` at `issued`, stating `claims` (CLAIMS)."""
+        unknown = set(claims) - set(CLAIMS)
+        if unknown:
+            raise ValueError(f"unknown claims: {', '.join(sorted(unknown))}")
         private = Ed25519PrivateKey.generate()
         key = b64(raw_public(private))
-        certificate = b64(issuer.sign(certificate_message(session, key, issued)))
-        return cls(session, private, b64(raw_public(issuer)), issued, certificate)
+        certificate = b64(issuer.sign(certificate_message(session, key, issued, claims)))
+        return cls(session, private, b64(raw_public(issuer)), issued, certificate, claims or None)
 
     @property
     def key(self) -> str:
@@ -197,13 +251,13 @@ class SessionKey:
         return b64(raw_public(self.private))
 
     def signer(self) -> Signer:
-        """A Signer with the session key."""
-        return Signer(self.private)
+        """A Signer with the session key, whose note signatures carry the session's origin as key name."""
+        return Signer(self.private, origin(self.session))
 
     def record_fields(self) -> dict:
         """The fields of the `signer` record that opens a signed log."""
         return {"session": self.session, "key": self.key, "issuer": self.issuer,
-                "issued": self.issued, "certificate": self.certificate}
+                "issued": self.issued, "certificate": self.certificate, **(self.claims or {})}
 
     def to_json(self) -> str:
         """The session key with its certificate, for the handoff to the proxy (secret: a pipe only)."""
@@ -217,7 +271,8 @@ class SessionKey:
         try:
             obj = json.loads(text)
             private = Ed25519PrivateKey.from_private_bytes(unb64(obj["private"]) or b"")
-            made = cls(obj["session"], private, obj["issuer"], obj["issued"], obj["certificate"])
+            claims = {k: obj[k] for k in CLAIMS if k in obj}
+            made = cls(obj["session"], private, obj["issuer"], obj["issued"], obj["certificate"], claims or None)
         except (ValueError, KeyError, TypeError) as exc:
             raise SigningKeyError(f"not a session key handoff: {exc!r}") from None
         if made.key != obj.get("key"):
@@ -226,6 +281,9 @@ class SessionKey:
 
 
 def certificate_ok(fields: dict) -> bool:
-    """True when a `signer` record's certificate is the issuer's valid signature for its session key."""
-    message = certificate_message(str(fields.get("session")), str(fields.get("key")), str(fields.get("issued")))
+    """True when a `signer` record's certificate is the issuer's valid signature for its session key and
+    the claims it states."""
+    claims = {k: fields[k] for k in CLAIMS if k in fields}
+    message = certificate_message(str(fields.get("session")), str(fields.get("key")), str(fields.get("issued")),
+                                  claims)
     return signature_ok(fields.get("issuer"), fields.get("certificate"), message)

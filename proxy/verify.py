@@ -35,6 +35,7 @@ from spillage.proxy.capturelog import SEAL_KINDS
 from spillage.proxy.capturelog import CaptureError
 from spillage.proxy.capturelog import TornLineError
 from spillage.proxy.capturelog import canonical_record
+from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import is_sha256
 from spillage.proxy.capturelog import read_body
 from spillage.proxy.capturelog import read_line
@@ -43,9 +44,16 @@ from spillage.proxy.layout import BLOB_DIR
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import blob_path
 from spillage.proxy.layout import capture_path
+from spillage.proxy.layout import CHECKPOINT_NOTE
+from spillage.proxy.layout import read_checkpoint_note
 from spillage.proxy.layout import read_meta
 from spillage.proxy.merkle import MerkleFrontier
 from spillage.proxy.merkle import leaf_hash
+from spillage.proxy.notes import NoteError
+from spillage.proxy.notes import checkpoint_text
+from spillage.proxy.notes import long_term_name
+from spillage.proxy.notes import origin
+from spillage.proxy.notes import parse_note
 from spillage.proxy.schema import record_valid
 from spillage.proxy.schema import record_valid_plain
 from spillage.proxy.schema import schema_problem
@@ -53,6 +61,7 @@ from spillage.proxy.signing import SigningKeyError
 from spillage.proxy.signing import certificate_ok
 from spillage.proxy.signing import checkpoint_message
 from spillage.proxy.signing import fingerprint
+from spillage.proxy.signing import note_signed
 from spillage.proxy.signing import pinned_fingerprint
 from spillage.proxy.signing import signature_ok
 from spillage.proxy.signing import unb64
@@ -60,14 +69,17 @@ from spillage.proxy.signing import unb64
 CRASH_SEALED = "truncated, sealed after crash"
 DAMAGE = (
     "modified", "malformed", "missing", "inserted", "reordered", "truncated", "torn last line",
-    "blob missing", "blob altered", "bad signature", "unsigned", "wrong key", "tampered", CRASH_SEALED,
+    "blob missing", "blob altered", "bad signature", "unsigned", "wrong key", "wrong session", "not cosigned",
+    "tampered", CRASH_SEALED,
 )
 PROVENANCE_FIELDS = ("format", "file", "size", "sha256", "lacks")
 PARALLEL_BYTES = 64 << 20  # a log this long or longer is read by worker processes ...
 CHUNK_BYTES = 8 << 20      # ... a chunk of this many bytes at a time,
 MAX_JOBS = 4               # as many as there are cores, up to this; at most 2 chunks each in flight
 #: Kinds of which the walk reads nothing but seq, kind, hash and prev: a worker sends no more of them.
-BARE_KINDS = frozenset({"request", "response", "beacon", "form", "egress_blocked", "error", "session_start"})
+ISOLATION_NOTES = {"none": " (the agent could reach the keys and the session folder while it ran)",
+                   "external": " (spillage proxy start: the agent was started by whoever used the proxy)"}
+BARE_KINDS = frozenset({"request", "response", "beacon", "form", "egress_blocked", "error"})
 
 
 @dataclass(frozen=True)
@@ -80,6 +92,8 @@ class Signed:
     pinned: bool             # the issuer is the key --key named
     root: str = ""           # the last good checkpoint's root (hex)
     sealer: str | None = None  # fingerprint of who signed the seal of a crashed log
+    isolation: str | None = None  # how the agent was isolated, as the certificate states it
+    cosigned: bool = False   # the issuer cosigned the final checkpoint (the session's `checkpoint` note)
 
 
 @dataclass(frozen=True)
@@ -119,7 +133,16 @@ def signed_note(signed: Signed | None, count: int) -> str:
                 "(docs/EVIDENCE.md)")
     pin = "pinned" if signed.pinned else "not pinned: --key checks whose key it is"
     checkpoints = f"{signed.checkpoints} checkpoint" + ("s" if signed.checkpoints != 1 else "")
-    return f"; signed by {signed.issuer} ({pin}): {checkpoints}, the last covers all {signed.covered} records before it"
+    cosigned = ", cosigned by its issuer" if signed.cosigned else ""
+    return (f"; signed by {signed.issuer} ({pin}): {checkpoints}, the last covers all {signed.covered} records "
+            f"before it{cosigned}" + isolation_note(signed.isolation))
+
+
+def isolation_note(isolation: str | None) -> str:
+    """How the agent was isolated while the log was written, as its certificate says ('' if it does not)."""
+    if isolation is None:
+        return ""
+    return f"; agent isolation: {isolation}" + ISOLATION_NOTES.get(isolation, "")
 
 
 def provenance_note(provenance: dict | None) -> str:
@@ -174,6 +197,7 @@ class _Walk:
         self.sealer: str | None = None
         self.provenance: dict | None = None
         self.exchanges_seen = False
+        self.start: dict | None = None         # the session_start record
 
     def record(self, facts: tuple, lineno: int) -> None:
         """Check one line given its `line_facts`, in the order the checks have always had."""
@@ -243,6 +267,8 @@ class _Walk:
             self.signer = rec
         elif kind == "checkpoint":
             self._checkpoint(rec, lineno, seq)
+        elif kind == "session_start" and self.start is None:
+            self.start = rec
         elif kind in SEAL_KINDS:
             self.sealed_at = lineno
             if kind == "crash_seal":
@@ -263,28 +289,54 @@ class _Walk:
             raise _Damage("modified", "the checkpoint's tree head is not the root of the records "
                           "before it", lineno, seq)
         key = rec.get("key")
-        if key != self.signer["key"] and not (self.crash and self.sealed_at is not None):
+        crash_seal = self.crash is not None and self.sealed_at is not None
+        if key != self.signer["key"] and not crash_seal:
             raise _Damage("bad signature", "checkpoint signed by a key that is not the session's",
                           lineno, seq)
         message = checkpoint_message(self.signer["session"], self.count, root, str(rec.get("ts")))
         if not signature_ok(key, rec.get("signature"), message):
             raise _Damage("bad signature", "the checkpoint's signature does not verify", lineno, seq)
-        if key != self.signer["key"]:
-            self.sealer = fingerprint(unb64(key) or b"")
+        if rec.get("note") is not None or self.signer.get("cosign"):
+            name = origin(self.signer["session"]) if key == self.signer["key"] else long_term_name(unb64(key))
+            self._note(rec.get("note"), name, key, bytes.fromhex(root), lineno, seq)
+        if crash_seal:
+            self.sealer = fingerprint(unb64(key))
+            by = self.crash.get("by")
+            claimed = by.get("key") if isinstance(by, dict) else None
+            if claimed is not None and claimed != self.sealer:
+                raise _Damage("bad signature", f"the crash seal says {claimed} sealed it, but {self.sealer} "
+                              "signed its checkpoint", lineno, seq)
         self.checkpoints += 1
         if self.sealed_at is None or not self.crash:
             self.covered, self.root = self.count, root
         if self.sealed_at is not None:
             self.final_seen = True
 
+    def _note(self, note: Any, name: str, key: str, root: bytes, lineno: int, seq: int) -> None:
+        """The checkpoint's C2SP signed note must be its tree head, signed by its key under `name`."""
+        if not isinstance(note, str):
+            raise _Damage("bad signature", "the checkpoint carries no C2SP note, which its certificate's "
+                          "claims promise", lineno, seq)
+        try:
+            parsed = parse_note(note)
+        except NoteError as exc:
+            raise _Damage("modified", f"the checkpoint's note: {exc}", lineno, seq) from None
+        if parsed.text != checkpoint_text(self.signer["session"], self.count, root):
+            raise _Damage("modified", "the checkpoint's note is not its tree head", lineno, seq)
+        if note_signed(parsed, name, key) is not True:
+            raise _Damage("bad signature", f"the checkpoint's note carries no valid signature of {name}",
+                          lineno, seq)
+
     def issuer(self) -> str | None:
         return fingerprint(unb64(self.signer["issuer"]) or b"") if self.signer else None
 
 
-def verify(path: str | os.PathLike[str], key: str | None = None, *, jobs: int | None = None) -> VerifyResult:
-    """Verify the log of a session folder (or a capture.jsonl) and, if present, its meta.json; `key`
-    pins the long-term key that must have certified the session (a fingerprint, see
-    signing.pinned_fingerprint). SigningKeyError for a `key` that names no key.
+def verify(path: str | os.PathLike[str], key: str | None = None, *, jobs: int | None = None,
+           alone: bool = False) -> VerifyResult:
+    """Verify the log of a session folder (or a capture.jsonl) and, if present, its meta.json and cosigned
+    checkpoint; `key` pins the long-term key that must have certified the session (a fingerprint, see
+    signing.pinned_fingerprint). SigningKeyError for a `key` that names no key. `alone`: the log alone,
+    as its runner checks it before it cosigns it and writes meta.json.
 
     `jobs` worker processes read the log's lines (None: one per core, up to MAX_JOBS, for a log of
     PARALLEL_BYTES or more; 1: this process alone); the verdict is the same whatever the number."""
@@ -313,7 +365,7 @@ def verify(path: str | os.PathLike[str], key: str | None = None, *, jobs: int | 
         damaged = fail("torn last line", exc.message, exc.line, walk.count)
     except CaptureError as exc:
         damaged = fail("modified", exc.message, exc.line, walk.count)
-    tampered = _tampered(log.parent)
+    tampered = None if alone else _tampered(log.parent)
     if tampered:  # the runner's finding comes first; where the log breaks, if it does, follows
         found = f"; on disk, line {damaged.line}: {damaged.damage}: {damaged.message}" if damaged else ""
         return fail("tampered", tampered + found, damaged.line if damaged else None,
@@ -327,28 +379,41 @@ def verify(path: str | os.PathLike[str], key: str | None = None, *, jobs: int | 
     if walk.signer is not None and not walk.final_seen:
         return fail("truncated", f"sealed without its final signed checkpoint after line {walk.sealed_at}",
                     end, walk.count)
-    problem = _check_meta(log.parent, walk)
-    if problem:
-        damage, message, n = problem
-        return fail(damage, message, n + 1, n)
+    try:
+        meta = None if alone else read_meta(log.parent)
+    except ValueError as exc:
+        return fail("modified", str(exc), walk.count, walk.count - 1)
+    checks = [_check_identity(log, walk, meta), _check_stripped(log.parent, walk, meta)]
+    if not alone:   # a runner that never settled the evidence says so before meta.json, which it never finished
+        checks += [_check_cosigned(log.parent, walk), _check_meta(meta, walk)]
+    for problem in checks:
+        if problem:
+            damage, message, n = problem
+            return fail(damage, message, n + 1, n)
     if pin is not None and walk.signer is None:
         return fail("unsigned", "the log has no signer record, so no key can vouch for it", 1, 0)
     if pin is not None and walk.issuer() != pin:
         return fail("wrong key", f"certified by {walk.issuer()}, not by the pinned {pin}", 1, 0)
     if walk.crash is not None:
+        if pin is not None and walk.sealer != pin:
+            return fail("wrong key", f"sealed after crash by {walk.sealer}, not by the pinned {pin}: "
+                        + crash_message(walk), walk.sealed_at, walk.crash.get("seq"))
         return fail(CRASH_SEALED, crash_message(walk), walk.sealed_at, walk.crash.get("seq"))
     signed = None
     if walk.signer is not None:
-        signed = Signed(walk.issuer() or "", walk.checkpoints, walk.covered, pin is not None, walk.root)
+        signed = Signed(walk.issuer() or "", walk.checkpoints, walk.covered, pin is not None, walk.root,
+                        isolation=walk.signer.get("isolation"), cosigned=bool(walk.signer.get("cosign")))
     return VerifyResult(ok=True, count=walk.count, head=walk.head, path=log,
                         provenance=walk.provenance, signed=signed)
 
 
 def crash_message(walk: _Walk) -> str:
-    """What a crash seal says: who sealed, why, and which records the proxy's own signatures cover."""
+    """What a crash seal says: who sealed (the key that signed its checkpoint, whatever the seal claims),
+    why, and which records the proxy's own signatures cover."""
     crash = walk.crash or {}
     by = crash.get("by") if isinstance(crash.get("by"), dict) else {}
-    who = ", ".join(f"{k} {by[k]}" for k in ("tool", "user", "host", "key") if by.get(k))
+    who = ", ".join([f"{k} {by[k]}" for k in ("tool", "user", "host") if by.get(k)]
+                    + ([f"key {walk.sealer}"] if walk.sealer else []))
     last, records = walk.covered, crash.get("records")
     after = records - last if _is_int(records) else "?"
     torn = crash.get("torn_tail")
@@ -635,25 +700,63 @@ def _tampered(session: Path) -> str | None:
     return None
 
 
-def _check_meta(session: Path, walk: _Walk) -> tuple[str, str, int] | None:
-    """(damage, message, index of the record at issue) if meta.json disagrees with the log."""
-    count, head = walk.count, walk.head
-    try:
-        meta = read_meta(session)
-    except ValueError as exc:
-        return "modified", str(exc), count - 1
-    if meta is None:
+def _check_identity(log: Path, walk: _Walk, meta: dict | None) -> tuple[str, str, int] | None:
+    """(damage, why, 0) when the session the log's signer names is not the folder it lies in, or not the
+    one meta.json names, or meta.json names other keys than the log."""
+    found = identity(log.parent.name, walk.signer, meta)
+    return (*found, 0) if found else None
+
+
+def identity(folder: str, signer: dict | None, meta: dict | None) -> tuple[str, str] | None:
+    """("wrong session" or "wrong key", why) when a signed log's `signer` record, the name of its `folder`
+    and its `meta` (meta.json) do not name the same session and keys."""
+    if signer is None:
         return None
-    signing = meta.get("signing")
-    issuer = walk.issuer()
-    if isinstance(signing, dict) and signing.get("key") and issuer and signing["key"] != issuer:
-        return "wrong key", f"meta.json names signing key {signing['key']}; the log's is {issuer}", 0
-    session_key = signing.get("session_key") if isinstance(signing, dict) else None
-    if session_key and walk.signer is not None and session_key != walk.signer.get("key"):
-        return "wrong key", "meta.json names another session key than the log's signer record", 0
+    signed = signer.get("session")
+    if signed != folder:
+        return "wrong session", f"these are the files of session {signed} (the name its key is certified for), not of {folder}"
+    named = meta.get("session") if meta else None
+    if named is not None and named != signed:
+        return "wrong session", f"meta.json names session {named!r}; the log is session {signed}'s"
+    signing = meta.get("signing") if meta else None
+    issuer = fingerprint(unb64(signer.get("issuer")) or b"")
+    if isinstance(signing, dict) and signing.get("key") and signing["key"] != issuer:
+        return "wrong key", f"meta.json names signing key {signing['key']}; the log's is {issuer}"
+    if isinstance(signing, dict) and signing.get("session_key") and signing["session_key"] != signer.get("key"):
+        return "wrong key", "meta.json names another session key than the log's signer record"
+    return None
+
+
+def identity_problem(session: Path) -> str | None:
+    """Why a session's signed name, its signer and its meta.json disagree (None when they agree), read from
+    the log's first record and meta.json alone: what a command reading many sessions checks of each."""
+    try:
+        first = next(iter(iter_records(session)), None)
+        meta = read_meta(session)
+    except (CaptureError, ValueError) as exc:
+        return str(exc)
+    signer = first.record if first is not None and first.record.get("kind") == "signer" else None
+    found = identity(Path(session).name, signer, meta)
+    return found[1] if found else None
+
+
+def _check_meta(meta: dict | None, walk: _Walk) -> tuple[str, str, int] | None:
+    """(damage, message, index of the record at issue) if meta.json disagrees with the log, or is missing
+    or stripped of its head where the log's certificate says its issuer cosigns (it writes meta.json)."""
+    count, head = walk.count, walk.head
+    required = walk.signer is not None and walk.signer.get("cosign") and walk.crash is None
+    if meta is None:
+        return ("modified", "meta.json is missing; the runner that cosigns this log writes it with the head "
+                "it sealed", count - 1) if required else None
+    isolation = meta.get("isolation")
+    claimed = walk.signer.get("isolation") if walk.signer else None
+    if claimed is not None and (not isinstance(isolation, dict) or isolation.get("level") != claimed):
+        level = isolation.get("level") if isinstance(isolation, dict) else None
+        return "modified", f"meta.json says the agent's isolation was {level!r}; the certificate says {claimed!r}", 0
     sealed = meta.get("capture")
     if sealed is None:
-        return None
+        return ("modified", "meta.json has no capture entry; the runner that cosigns this log records the "
+                "sealed head there", count - 1) if required else None
     records = sealed.get("records") if isinstance(sealed, dict) else None
     if not _is_int(records) or not is_sha256(sealed.get("head")):
         return "modified", "meta.json: capture must be {records: int, head: sha256}", count - 1
@@ -663,6 +766,56 @@ def _check_meta(session: Path, walk: _Walk) -> tuple[str, str, int] | None:
         return "inserted", f"meta.json sealed {records} records, the log has {count}", records
     if sealed["head"] != head:
         return "modified", f"meta.json sealed head {sealed['head']}, the log's is {head}", count - 1
+    signed_head = sealed.get("signed_head")
+    if required and (not isinstance(signed_head, dict) or signed_head.get("root") != walk.root
+                     or signed_head.get("tree_size") != walk.covered):
+        return "modified", "meta.json's signed head is not the log's final checkpoint", count - 1
+    return None
+
+
+def _check_stripped(session: Path, walk: _Walk, meta: dict | None) -> tuple[str, str, int] | None:
+    """("bad signature", why, 0) for a log without a signer record whose first records, meta.json or
+    cosigned checkpoint say it was signed: its signatures were stripped."""
+    if walk.signer is not None:
+        return None
+    options = walk.start.get("options") if walk.start else None
+    signing = meta.get("signing") if meta else None
+    if isinstance(options, dict) and options.get("signed") is True:
+        said = "its session_start record says it is signed"
+    elif isinstance(signing, dict) and signing.get("key"):
+        said = f"meta.json names its signing key {signing['key']}"
+    elif (session / CHECKPOINT_NOTE).exists():
+        said = f"a cosigned {CHECKPOINT_NOTE} lies beside it"
+    else:
+        return None
+    return "bad signature", f"the log carries no signer record and no signature, but {said}: they were stripped", 0
+
+
+def _check_cosigned(session: Path, walk: _Walk) -> tuple[str, str, int] | None:
+    """(damage, why, index of the last record) unless the session's `checkpoint.note` is the log's final
+    checkpoint, cosigned by the issuer, where the log's certificate says the issuer cosigns it (a crash
+    seal's checkpoint is signed by its sealer's long-term key already)."""
+    if walk.signer is None or not walk.signer.get("cosign") or walk.crash is not None:
+        return None
+    last = walk.count - 1
+    try:
+        text = read_checkpoint_note(session)
+    except ValueError as exc:
+        return "modified", str(exc), last
+    if text is None:
+        return "not cosigned", (f"{CHECKPOINT_NOTE} is missing: the runner cosigns the final checkpoint once it "
+                                "has checked the log against the proxy's reports, and did not (it was stopped "
+                                f"first; the proxy's own signatures cover all {walk.covered} records), or the file "
+                                "was removed"), last
+    try:
+        note = parse_note(text)
+    except NoteError as exc:
+        return "modified", f"{CHECKPOINT_NOTE}: {exc}", last
+    if note.text != checkpoint_text(walk.signer["session"], walk.covered, bytes.fromhex(walk.root)):
+        return "modified", f"{CHECKPOINT_NOTE} is not the log's final checkpoint (of {walk.covered} records)", last
+    issuer = walk.signer["issuer"]
+    if note_signed(note, long_term_name(unb64(issuer)), issuer) is not True:
+        return "not cosigned", f"{CHECKPOINT_NOTE} carries no valid signature of the issuer {walk.issuer()}", last
     return None
 
 

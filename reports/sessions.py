@@ -23,6 +23,7 @@ from spillage.reports.options import KEYS
 from spillage.scenarios.loader import MAX_SCENARIO_BYTES
 from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import META_NAME
+from spillage.proxy.verify import identity_problem
 
 # What a session can be grouped or compared by, and where each value comes from.
 NO_NOTE = UNKNOWN = "-"
@@ -51,8 +52,9 @@ class Batch:
 def load_batch(paths: list[Path], include_unverified: bool = False, bar: bool = True) -> Batch:
     """Every session below `paths`: its audit's counts and events, or why it is excluded.
 
-    A session whose audit.json is missing, unreadable or not an audit, whose meta.json or scenario
-    copy is missing, or whose capture failed verification (unless `include_unverified`) is excluded
+    A session whose audit.json is missing, unreadable, not an audit or another session's, whose meta.json
+    or scenario copy is missing, whose signed name, signer and meta.json disagree (a folder planted under
+    another's name), or whose capture failed verification (unless `include_unverified`) is excluded
     with its reason. Sessions come in folder-name order, so a report does not depend on the disk; a
     session is named by its folder's name, or by its path when two folders share a name. With `bar`, a
     terminal on stderr shows a progress bar (a report has no --progress: other streams get nothing)."""
@@ -92,6 +94,11 @@ def read_session(folder: Path, name: str) -> tuple[dict, list[dict]]:
         raise SessionSkipped(f"{REPORT_NAME} is not a spillage audit")
     if not isinstance(meta, dict):
         raise SessionSkipped(f"{META_NAME} is not a JSON object")
+    disagree = identity_problem(folder)
+    if disagree:
+        raise SessionSkipped(f"its signed name, signer and meta.json disagree: {disagree}")
+    if audit.get("session") != folder.name:
+        raise SessionSkipped(f"{REPORT_NAME} is the audit of session {audit.get('session')!r}, not of this one")
     try:
         keys = session_keys(folder, audit, meta)
         row = {"session": name, **keys, **session_counts(audit)}

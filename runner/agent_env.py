@@ -65,25 +65,29 @@ class AgentHome:
     """HOME, TMPDIR and browser-use's config folder inside the agent's work folder.
 
     Chromium puts a Unix socket in TMPDIR, and socket paths are limited to 108 bytes: a
-    work folder nested deeply enough breaks it. TMPDIR is therefore a short symlink in
-    the system temp folder pointing into the work folder; the files land there, and
-    the link is removed when the agent is done, as are the Unix sockets Chromium leaves
-    behind (they would break copying the folder).
+    work folder nested deeply enough breaks it. With `short_tmp`, TMPDIR is therefore a short
+    symlink in the system temp folder pointing into the work folder; the files land there, and
+    the link is removed when the agent is done. In a sandbox, whose /tmp is its own, TMPDIR is
+    /tmp. The Unix sockets Chromium leaves behind in the work folder are removed when the agent is
+    done (they would break copying the folder).
     """
 
-    def __init__(self, work: Path):
+    def __init__(self, work: Path, short_tmp: bool = True):
         self.home = work / AGENT_HOME
+        self.short_tmp = short_tmp
         self.link: Path | None = None
 
     def __enter__(self) -> dict:
-        tmp = self.home / "tmp"
-        tmp.mkdir(parents=True, exist_ok=True)
-        self.link = Path(tempfile.mkdtemp(prefix="spl-"))
-        self.link.rmdir()
-        self.link.symlink_to(tmp, target_is_directory=True)
+        self.home.mkdir(parents=True, exist_ok=True)
+        if self.short_tmp:
+            tmp = self.home / "tmp"
+            tmp.mkdir(exist_ok=True)
+            self.link = Path(tempfile.mkdtemp(prefix="spl-"))
+            self.link.rmdir()
+            self.link.symlink_to(tmp, target_is_directory=True)
         return {
             "HOME": str(self.home),
-            "TMPDIR": str(self.link),
+            "TMPDIR": str(self.link) if self.link else "/tmp",
             "BROWSER_USE_CONFIG_DIR": str(self.home / "browseruse"),
             "ANONYMIZED_TELEMETRY": "false",
             "BROWSER_USE_CLOUD_SYNC": "false",

@@ -5,7 +5,7 @@ Layout of a batch folder:
     RUNS_DIR/
       batch.jsonl       the ledger: one line per finished attempt (append-only, fsynced)
       sessions/<key>/   one sealed, audited session per cell of the matrix
-      attempts/         sessions of earlier attempts (interrupted, or failed and retried)
+      attempts/         sessions of earlier attempts (interrupted, or failed and retried): <key>.<n>/<key>/
       logs/<key>.log    each child's output
 
 Running the same batch again resumes it: a cell whose last outcome is `done` is skipped, a failed
@@ -245,13 +245,16 @@ class Batch:
         return Job(run, Child(self.command(run), log, self.matrix.timeout + SETUP_SECONDS), log)
 
     def retire(self, key: str) -> Path | None:
-        """Move the session of cell `key`, if there is one, to attempts/ (as its next numbered attempt)."""
+        """Move the session of cell `key`, if there is one, to attempts/ as its next numbered attempt:
+        `attempts/<key>.<n>/<key>/`, under its own name, as which it is signed."""
         session = self.sessions / key
         if not session.exists():
             return None
         number = len(list(self.attempts.glob(f"{key}.*"))) + 1
-        session.rename(self.attempts / f"{key}.{number}")
-        return self.attempts / f"{key}.{number}"
+        folder = self.attempts / f"{key}.{number}"
+        folder.mkdir()
+        session.rename(folder / key)
+        return folder / key
 
     @contextlib.contextmanager
     def catching_interrupts(self):
@@ -321,6 +324,8 @@ def run_arguments(matrix: Matrix, run: RunSpec, audit: bool) -> list[str]:
         argv += ["--guard", c.guard] + (["--guard-policy", c.guard_policy] if c.guard_policy else [])
     if matrix.model_via_proxy:
         argv.append("--model-via-proxy")
+    if matrix.isolation != "sandbox":
+        argv += ["--isolation", matrix.isolation]
     if audit:
         argv.append("--audit")
     return argv

@@ -11,6 +11,7 @@ from spillage.runner.console import BAD_INPUT
 from spillage.runner.console import DEFAULT_RUNS
 from spillage.runner.console import INTERNAL
 from spillage.runner.console import INTERRUPTED
+from spillage.runner.console import ISOLATION
 from spillage.runner.console import progress
 from spillage.runner.console import spillage_home
 from spillage.runner.model_spec import MODEL_HELP
@@ -41,8 +42,11 @@ def cmd_run(args) -> int:
         progress(str(e))
         return 2
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if args.model_endpoint and not command:
+        progress("--model-endpoint is for a command agent (-- CMD); a framework's endpoint is its --model's")
+        return 2
     if command:
-        agent = AgentSpec.command(command)
+        agent = AgentSpec.command(command, args.model_endpoint)
     else:
         try:
             spec = parse_model(args.model, args.base_url)  # fail here, not inside the child
@@ -60,13 +64,13 @@ def cmd_run(args) -> int:
         make = AgentSpec.autogen if args.agent == "autogen" else AgentSpec.browser_use
         agent = make(args.model, args.max_steps, args.base_url)
     try:
-        user = agent_user(args.agent_user, agent.argv[0], args.runs_dir)
+        isolation = agent_isolation(args, agent)
     except ValueError as e:
         progress(str(e))
         return 2
     try:
         result = run_session(scenario, agent, args.runs_dir, spillage_home(args), args.timeout,
-                             progress, args.seed, condition, args.session_name, args.model_via_proxy, user)
+                             progress, args.seed, condition, args.session_name, args.model_via_proxy, isolation)
     except FileExistsError as e:
         progress(f"session folder exists already: {e.filename}")
         return 2
@@ -88,18 +92,29 @@ def cmd_run(args) -> int:
     return 0 if result.agent.status == "completed" and result.agent.exit_code == 0 else 3
 
 
-def agent_user(name: str | None, program: str, runs_dir: Path):
-    """The AgentUser of `--agent-user NAME`, checked to be able to run `program` and reach `runs_dir`
-    (None without the option); AgentUserError (a ValueError) says why not."""
-    if name is None:
-        return None
+def agent_isolation(args, agent):
+    """The Isolation of `--isolation` and `--agent-user`, checked before anything starts: a sandbox must
+    be possible here and for this agent, and without one `--agent-user` must be able to run the agent's
+    program and reach the runs folder. ValueError (SandboxError, AgentUserError) says why not."""
     from spillage.runner.agent_user import AgentUser
+    from spillage.runner.sandbox import Isolation
+    from spillage.runner.sandbox import SandboxError
+    from spillage.runner.sandbox import check_sandbox
+    from spillage.runner.sandbox import sandbox_problem
 
-    user = AgentUser.named(name)
-    user.check_can_run(program)
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    user.check_can_enter(runs_dir)
-    return user
+    user = AgentUser.named(args.agent_user) if args.agent_user else None
+    if args.isolation == "sandbox":
+        problem = sandbox_problem()
+        if problem:
+            raise SandboxError(f"no sandbox for the agent: {problem}; `--isolation none` runs it without one, "
+                               "where it can reach the evidence (docs/EVIDENCE.md)")
+        model = None if args.model_via_proxy else agent.model_host
+        check_sandbox(list(agent.argv), (spillage_home(args), args.runs_dir.resolve()), model)
+    elif user is not None:
+        user.check_can_run(agent.argv[0])
+        args.runs_dir.mkdir(parents=True, exist_ok=True)
+        user.check_can_enter(args.runs_dir)
+    return Isolation(args.isolation, user)
 
 
 def cmd_batch(args) -> int:
@@ -413,6 +428,14 @@ def port_number(text: str) -> int:
     return value
 
 
+def host_port(text: str) -> str:
+    """An argparse type: HOST:PORT (a name or an address, [v6] in brackets), as the proxy names endpoints."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or host != host.strip() or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT")
+    return f"{host.lower()}:{int(port)}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spillage", description="Capture and audit what web agents reveal about their users.",
@@ -448,6 +471,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--guard-policy", type=Path, metavar="FILE", help="the guard's rules and attributes (docs/GUARD.md)")
     run.add_argument("--no-preflight", action="store_true",
                      help="do not check the model endpoint before starting (it must answer within seconds)")
+    run.add_argument("--model-endpoint", type=host_port, metavar="HOST:PORT",
+                     help="for a command agent: its model endpoint, which it then reaches from its sandbox "
+                          "(directly, or through the proxy with --model-via-proxy)")
     run.add_argument("--model-via-proxy", action="store_true",
                      help="send the agent's model calls through the proxy too: captured, and the model "
                           "provider shows as an observer of its own (default: direct, not captured)")
@@ -455,8 +481,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--session-name", help="name of the session folder (default: time, scenario, agent)")
     run.add_argument("--audit", action="store_true", help="write audit.json and print its summary when done")
     run.add_argument("--agent-user", metavar="USER",
-                     help="run the agent as this unprivileged user (root only), so that it cannot touch the "
-                          "evidence (docs/EVIDENCE.md)")
+                     help="run the agent as this unprivileged user (root only), in the sandbox or without one "
+                          "(docs/EVIDENCE.md)")
+    run.add_argument("--isolation", choices=ISOLATION, default="sandbox",
+                     help="sandbox (default): the agent runs in a bubblewrap sandbox that cannot reach the "
+                          "evidence, the keys or the proxy's process; none: as a plain child, where it can "
+                          "(said at start, in meta.json and by verify)")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS: run this as the agent")
     run.set_defaults(func=cmd_run)
 

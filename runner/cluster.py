@@ -61,6 +61,7 @@ POLL_SECONDS = 0.5
 STATUS_SECONDS = 2     # how often the client asks the scheduler which workers are alive, for the progress note
 ARRIVAL_SECONDS = 30   # beyond SEAL_SECONDS, for a stopped cell's session to reach the client
 MAX_KEYS_BYTES = 1 << 20
+WORKER_KEYS = "workers.keys"   # in the client's spillage home: each worker's key, pinned on first use
 
 
 class ClusterError(RuntimeError):
@@ -124,6 +125,33 @@ def read_pins(path: Path) -> frozenset[str]:
     if not pins:
         raise ValueError(f"{path}: no key in it")
     return frozenset(pins)
+
+
+class WorkerKeys:
+    """The key each worker signed its first cell with (trust on first use), kept in the client's spillage
+    home, one `ADDRESS FINGERPRINT` a line: a cell signed by another key than its worker showed before
+    fails. A worker is known by its address, so one restarted on another port is pinned anew."""
+
+    def __init__(self, home: Path, say) -> None:
+        self.path, self.say = Path(home) / WORKER_KEYS, say
+
+    def check(self, worker: str, signer: str) -> str:
+        """'' when `signer` is the key `worker` showed first (pinned now, and said, if it showed none);
+        else why not."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(self.path, "a+", encoding="utf-8") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)   # batches of this home may land cells at once
+            f.seek(0)
+            known = dict(line.split(" ", 1) for line in f.read(MAX_KEYS_BYTES).splitlines() if " " in line)
+            if worker not in known:
+                f.write(f"{worker} {signer}\n")
+                self.say(f"pinned {short(worker)}'s key {signer} on first use, in {self.path}: a cell it signs "
+                         "with any other key fails (--keys FILE pins the keys instead)")
+                return ""
+        if known[worker] == signer:
+            return ""
+        return (f"signed by {signer}, but {short(worker)} signed with {known[worker]} before (pinned in "
+                f"{self.path}; remove its line if the worker changed its key on purpose)")
 
 
 def preflight_workers(client, models: list[str]) -> None:
@@ -383,11 +411,13 @@ class ClusterProgress(ProgressBar):
 
 class ClusterBatch(Batch):
     """A Batch whose cells run on the workers of a Dask `client` (see the module's docstring); sessions
-    signed by a key outside `pins` (when given) fail."""
+    signed by a key outside `pins` (when given), or else by another key than their worker showed first
+    (WorkerKeys), fail."""
 
     def __init__(self, client, *args, pins: frozenset[str] = frozenset(), **kwargs):
         super().__init__(*args, **kwargs)
         self.client, self.pins = client, pins
+        self.worker_keys = WorkerKeys(self.home, self.progress)
         self.name = f"spillage-{self.matrix.name}-{secrets.token_hex(4)}"
         self.running: dict[str, str] = {}  # key → worker, as workers say they start
         self.ended: set[str] = set()       # keys whose task has ended (a start event may come after)
@@ -478,6 +508,8 @@ class ClusterBatch(Batch):
         if result.archive is not None:
             problem = receive(result, self.sessions / key, self.pins)
             signer = (result.claim or {}).get("issuer", "") if not problem else ""
+            if signer and not self.pins:
+                problem = self.worker_keys.check(result.worker, signer)
         outcome, reason = classify(self.sessions / key, result.exit_code, self.audit, self.interrupted, log)
         if problem:
             outcome, reason = "failed", f"on arrival from {result.worker}: {problem}"
@@ -505,7 +537,7 @@ class ClusterBatch(Batch):
         lines = super().summary()
         if signers:
             lines.insert(-1, "signed by " + ", ".join(f"{k} ({n} run(s))" for k, n in sorted(signers.items()))
-                         + ("" if self.pins else "; --keys FILE pins the keys workers may sign with"))
+                         + ("" if self.pins else f"; each worker's key pinned on first use in {self.worker_keys.path}"))
         return lines
 
 

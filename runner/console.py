@@ -17,6 +17,7 @@ from pathlib import Path
 OK, DAMAGED, BAD_INPUT, AGENT_FAILED, INTERNAL, INTERRUPTED = 0, 1, 2, 3, 70, 130
 DEFAULT_HOME = Path(".spillage")
 DEFAULT_RUNS = Path("runs")
+ISOLATION = ("sandbox", "none")   # how `run` keeps the agent from the evidence (runner/sandbox.py)
 
 
 def progress(message: str) -> None:

@@ -51,21 +51,25 @@ def cmd_prove(args) -> int:
     from spillage.proxy.proofs import ProofRequestError
     from spillage.proxy.proofs import prove_consistency
     from spillage.proxy.proofs import prove_inclusion
+    from spillage.proxy.proofs import prove_tlog
     from spillage.proxy.signing import SigningKeyError
 
     session = Path(args.session)
     if not (session / LOG_NAME).is_file():
         return fail(f"{session}: no {LOG_NAME} here; is this a session folder?", 2)
+    if args.consistency and args.format == "tlog-proof":
+        return fail("--format tlog-proof holds an inclusion proof (--seq N); a consistency proof is spillage-proof", 2)
     try:
         if args.consistency:
-            proof = prove_consistency(session, *args.consistency, key=args.key)
+            text, what = as_json(prove_consistency(session, *args.consistency, key=args.key)), "consistency proof"
+        elif args.format == "tlog-proof":
+            text, what = prove_tlog(session, args.seq, key=args.key), "inclusion proof (c2sp.org/tlog-proof)"
         else:
-            proof = prove_inclusion(session, args.seq, key=args.key)
+            text, what = as_json(prove_inclusion(session, args.seq, key=args.key)), "inclusion proof"
     except ProofError as e:
         return fail(str(e), BAD_INPUT if isinstance(e, ProofRequestError) else DAMAGED)
     except SigningKeyError as e:
         return fail(str(e), BAD_INPUT)
-    text = json.dumps(proof, indent=1, ensure_ascii=False) + "\n"
     if args.out in (None, "-"):
         sys.stdout.write(text)
     else:
@@ -74,18 +78,21 @@ def cmd_prove(args) -> int:
             return fail(f"{out.parent}: no such folder", 2)
         with atomic_file(out) as f:
             f.write(text)
-        print(f"spillage: wrote the {proof['type']} proof to {out}", file=sys.stderr)
+        print(f"spillage: wrote the {what} to {out}", file=sys.stderr)
     return 0
+
+
+def as_json(proof: dict) -> str:
+    return json.dumps(proof, indent=1, ensure_ascii=False) + "\n"
 
 
 def cmd_verify_proof(args) -> int:
     from spillage.proxy.proofs import ProofError
-    from spillage.proxy.proofs import check_proof
-    from spillage.proxy.proofs import load_proof
+    from spillage.proxy.proofs import read_proof
     from spillage.proxy.signing import SigningKeyError
 
     try:
-        ok, verdict = check_proof(load_proof(args.proof), args.key)
+        ok, verdict = read_proof(args.proof, args.key)
     except (ProofError, SigningKeyError) as e:
         return fail(str(e), BAD_INPUT)
     print(f"{verdict.split(' ', 1)[0]} {args.proof}: {verdict.split(' ', 1)[1]}")
@@ -93,6 +100,8 @@ def cmd_verify_proof(args) -> int:
 
 
 def cmd_key(args) -> int:
+    from spillage.proxy.notes import long_term_name
+    from spillage.proxy.notes import verifier_key
     from spillage.proxy.signing import KEY_DIR
     from spillage.proxy.signing import PUBLIC_FILE
     from spillage.proxy.signing import fingerprint
@@ -104,7 +113,9 @@ def cmd_key(args) -> int:
     home = spillage_home(args)
     public = raw_public(load_or_create_key(home))
     print(fingerprint(public))
-    print(f"spillage: public key in {home / KEY_DIR / PUBLIC_FILE}; pin it with --key", file=sys.stderr)
+    print(verifier_key(long_term_name(public), public))
+    print(f"spillage: public key in {home / KEY_DIR / PUBLIC_FILE}, its fingerprint and its C2SP note verifier key "
+          "above; pin it with --key", file=sys.stderr)
     sys.stdout.write(public_pem(public).decode("ascii"))
     return 0
 
@@ -133,13 +144,17 @@ def add_commands(sub) -> None:
     what.add_argument("--seq", type=int, help="the record to prove")
     what.add_argument("--consistency", type=int, nargs=2, metavar=("A", "B"),
                       help="tree sizes of two signed checkpoints of the log")
+    prove.add_argument("--format", choices=["spillage-proof", "tlog-proof"], default="spillage-proof",
+                       help="spillage-proof (JSON, default) or tlog-proof (c2sp.org/tlog-proof, for --seq: any "
+                            "tlog-proof verifier checks it with the issuer's key; docs/EVIDENCE.md)")
     prove.add_argument("--out", help="the proof file (default: stdout)")
     prove.add_argument("--key", metavar="KEY", help=KEY_HELP)
     prove.set_defaults(func=cmd_prove)
 
     check = sub.add_parser("verify-proof", help="check a proof file written by `spillage prove`",
-                           description="Check a proof with nothing else at hand: exit 0 when it holds, 1 when "
-                                       "it does not, 2 when the file is not a proof.")
+                           description="Check a proof with nothing else at hand (a tlog-proof with the issuer's "
+                                       "public key, --key): exit 0 when it holds, 1 when it does not, 2 when the "
+                                       "file is not a proof.")
     check.add_argument("proof", type=Path, help="the proof file")
     check.add_argument("--key", metavar="KEY", help=KEY_HELP)
     check.set_defaults(func=cmd_verify_proof)

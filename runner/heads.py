@@ -23,7 +23,13 @@ from spillage.proxy.capturelog import record_hash
 from spillage.proxy.signing import SessionKey
 from spillage.proxy.signing import Signer
 from spillage.proxy.signing import checkpoint_message
+from spillage.proxy.signing import note_signed
 from spillage.proxy.signing import signature_ok
+from spillage.proxy.layout import write_checkpoint_note
+from spillage.proxy.notes import Note
+from spillage.proxy.notes import checkpoint_text
+from spillage.proxy.notes import origin
+from spillage.proxy.notes import parse_note
 
 if TYPE_CHECKING:  # verify and the crash seal are imported by `settle`, once the proxy has stopped:
     from spillage.proxy.verify import VerifyResult   # a session's start does not wait for them
@@ -39,6 +45,7 @@ class ReportedHead:
     root: str
     ts: str
     signature: str
+    note: Note | None = None      # the checkpoint as a C2SP signed note, the session key's signature on it
 
     def as_json(self) -> dict:
         """The signed head as meta.json keeps it."""
@@ -76,12 +83,16 @@ class HeadMonitor:
                 return None
             if rec.get("hash") != record_hash(rec):
                 return None
+            note = parse_note(rec["note"]) if "note" in rec else None
             head = ReportedHead(rec["seq"], rec["hash"], rec["records"], rec["root"], rec["ts"],
-                                rec["signature"])
-        except (ValueError, KeyError, TypeError, RecursionError):
+                                rec["signature"], note)
+            text = checkpoint_text(self.session, head.records, bytes.fromhex(head.root))
+        except (ValueError, KeyError, TypeError, RecursionError):   # NoteError is a ValueError
             return None
         message = checkpoint_message(self.session, head.records, head.root, head.ts)
         if not signature_ok(self.key, head.signature, message):
+            return None
+        if note is None or note.text != text or note_signed(note, origin(self.session), self.key) is not True:
             return None
         if self.latest is not None and head.seq <= self.latest.seq:
             return None
@@ -122,10 +133,11 @@ def settle(session_dir: Path, monitor: HeadMonitor, sealer: Signer, proxy_exit: 
     from spillage.proxy.seal import seal_crashed
     from spillage.proxy.verify import verify
 
-    result = verify(session_dir, pin)
+    result = verify(session_dir, pin, alone=True)
     sealed = monitor.sealed
     if sealed is not None:
         if result.ok and result.count == sealed.seq + 1 and result.head == sealed.hash:
+            cosign(session_dir, sealed, sealer)   # the log is what the proxy sealed: its issuer vouches for it
             return Settlement("sealed", result, sealed)
         return Settlement("tampered", result, sealed,
                           f"the proxy sealed {sealed.seq + 1} records with head {sealed.hash}; "
@@ -143,7 +155,13 @@ def settle(session_dir: Path, monitor: HeadMonitor, sealer: Signer, proxy_exit: 
                      f"the proxy exited ({proxy_exit}) before it sealed the log")
     except SealError as exc:
         return Settlement("unsealed", result, last, str(exc))
-    return Settlement("sealed after crash", verify(session_dir, pin), last)
+    return Settlement("sealed after crash", verify(session_dir, pin, alone=True), last)
+
+
+def cosign(session_dir: Path, head: ReportedHead, sealer: Signer) -> None:
+    """Write the final checkpoint the proxy reported as a C2SP note, cosigned by `sealer` (the issuer)."""
+    note = head.note.adding(sealer.sign_note(head.note.text))
+    write_checkpoint_note(session_dir, note.encode())
 
 
 def describe_evidence(meta: dict, settlement) -> None:

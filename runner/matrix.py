@@ -14,6 +14,7 @@
     timeout: 300
     seed: 0                           # catalog seed of the sites
     model_via_proxy: false            # send model calls through the proxy (the provider as observer)
+    isolation: sandbox                # or none: each run's agent without a sandbox (docs/EVIDENCE.md)
 
 The format is in docs/BATCH.md. Errors are one line: `FILE:LINE: key: problem`.
 """
@@ -28,6 +29,7 @@ from spillage.proxy.documents import DocumentError
 from spillage.proxy.documents import load_yaml
 from spillage.runner.conditions import PROMPTS
 from spillage.runner.conditions import Condition
+from spillage.runner.console import ISOLATION
 from spillage.runner.model_spec import ModelSpecError
 from spillage.runner.model_spec import parse_model
 from spillage.scenarios.files import BENCHMARK_DIRS
@@ -40,7 +42,7 @@ from spillage.scenarios.model import Scenario
 
 FRAMEWORKS = ("browser-use", "autogen")
 KEYS = {"name", "scenarios", "styles", "frameworks", "models", "conditions", "repeats", "max_steps",
-        "timeout", "seed", "model_via_proxy"}
+        "timeout", "seed", "model_via_proxy", "isolation"}
 CONDITION_KEYS = {"name", "prompt", "system_note", "guard", "guard_policy"}
 
 
@@ -89,6 +91,7 @@ class Matrix:
     timeout: float
     seed: int
     model_via_proxy: bool
+    isolation: str = "sandbox"
 
 
 MAX_RUNS = 100_000          # a matrix of more cells is a mistake (the paper's is 1,080)
@@ -133,7 +136,8 @@ def load_matrix(path: Path) -> Matrix:
     return Matrix(name=name, file=path, runs=runs,
                   max_steps=fields.number("max_steps", 50, minimum=1),
                   timeout=float(fields.number("timeout", 300, minimum=1)),
-                  seed=fields.number("seed", 0), model_via_proxy=fields.flag("model_via_proxy"))
+                  seed=fields.number("seed", 0), model_via_proxy=fields.flag("model_via_proxy"),
+                  isolation=fields.choice("isolation", ISOLATION))
 
 
 class _Reader:
@@ -160,6 +164,13 @@ class _Reader:
         value = self.data.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise self.error(key, f"expected a whole number of at least {minimum}, not {value!r}")
+        return value
+
+    def choice(self, key: str, allowed: tuple[str, ...]) -> str:
+        """One of `allowed` (the first by default)."""
+        value = self.data.get(key, allowed[0])
+        if value not in allowed:
+            raise self.error(key, f"expected one of {', '.join(allowed)}, not {value!r}")
         return value
 
     def flag(self, key: str) -> bool:

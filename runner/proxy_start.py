@@ -16,11 +16,14 @@ from spillage.proxy.layout import seal_permissions
 from spillage.proxy.layout import write_meta
 from spillage.proxy.mitm.ca import ensure_ca
 from spillage.proxy.signing import load_or_create_key
+from spillage.proxy.undumpable import forbid_dumps
 from spillage.proxy.version import SPILLAGE_VERSION
 from spillage.runner.heads import describe_evidence
 from spillage.runner.stack import Guard
 from spillage.runner.stack import Stack
 from spillage.runner.stack import Interrupts
+
+EXTERNAL = "external"   # the agent is started by whoever uses the proxy: spillage isolates nothing
 
 if TYPE_CHECKING:  # the scenario model (and YAML) is imported only when there is a scenario
     from spillage.scenarios.model import Scenario
@@ -38,6 +41,7 @@ def run_proxy(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | N
 
 def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | None, guard: Guard,
             interrupts: Interrupts) -> int:
+    forbid_dumps()   # this process holds the keys
     ca = ensure_ca(home / "ca")
     scenarios, added = None, False
     if scenario is not None:
@@ -52,7 +56,7 @@ def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | Non
         (session_dir / SCENARIO_COPY).write_text(scenario_yaml(scenario), encoding="utf-8")  # the guard reads it
         guard = Guard(guard.mode, guard.policy, session_dir / SCENARIO_COPY)
     stack = Stack(session_dir, ca, load_or_create_key(home), catalog, tool="spillage proxy start",
-                  proxy_port=port, log=log, guard=guard)
+                  proxy_port=port, log=log, guard=guard, isolation=EXTERNAL)
     stack.launch()   # the servers boot while meta.json is written
     try:
         meta = {"session": session_dir.name, "spillage": SPILLAGE_VERSION,
@@ -60,6 +64,7 @@ def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | Non
                 "catalog": {"sha256": catalog_sha256, "seed": 0, "adds": scenario.id if added else None},
                 "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
                 "signing": {"key": stack.key_fingerprint, "session_key": stack.session_key.key},
+                "isolation": {"level": EXTERNAL},
                 "started": utc_timestamp(), "status": "running",
                 **({"guard": {"mode": guard.mode, "policy": guard.policy or None}} if guard.mode != "off" else {})}
         if scenario is not None:

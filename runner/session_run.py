@@ -26,18 +26,20 @@ from spillage.proxy.layout import seal_permissions
 from spillage.proxy.layout import write_meta
 from spillage.proxy.mitm.ca import ensure_ca
 from spillage.proxy.signing import load_or_create_key
+from spillage.proxy.undumpable import forbid_dumps
 from spillage.proxy.version import SPILLAGE_VERSION
 from spillage.runner.agent_env import AgentHome
 from spillage.runner.agent_env import agent_environment
 from spillage.runner.agent_env import hand_over
 from spillage.runner.agent_process import STOPPED
-from spillage.runner.agent_user import AgentUser
 from spillage.runner.children import ChildError
 from spillage.runner.children import dies_with_parent
 from spillage.runner.heads import describe_evidence
 from spillage.runner.conditions import Condition
 from spillage.runner.model_spec import parse_model
 from spillage.runner.stack import Guard
+from spillage.runner.sandbox import Isolation
+from spillage.runner.sandbox import Sandbox
 from spillage.runner.stack import Stack
 from spillage.scenarios.dump import scenario_yaml
 from spillage.scenarios.model import Scenario
@@ -77,13 +79,14 @@ class AgentSpec:
         return cls(f"{framework}-{spec.label()}", tuple(argv), model, True, framework, spec.host())
 
     @classmethod
-    def command(cls, argv: list[str]) -> "AgentSpec":
-        """Any command, run with the environment contract of docs/AGENTS.md. It runs in its work
-        folder, so arguments that are relative paths to existing files (`./agent.sh`,
-        `docs/examples/x.py`) are made absolute first, as the caller meant them."""
+    def command(cls, argv: list[str], model_host: str | None = None) -> "AgentSpec":
+        """Any command, run with the environment contract of docs/AGENTS.md, reaching its model at
+        `model_host` (HOST:PORT, `--model-endpoint`) when given. It runs in its work folder, so arguments
+        that are relative paths to existing files (`./agent.sh`, `docs/examples/x.py`) are made absolute
+        first, as the caller meant them."""
         resolved = [str(Path(a).resolve()) if "/" in a and not a.startswith("-") and not Path(a).is_absolute()
                     and Path(a).exists() else a for a in argv]
-        return cls(Path(argv[0]).name, tuple(resolved))
+        return cls(Path(argv[0]).name, tuple(resolved), model_host=model_host)
 
 
 @dataclass(frozen=True)
@@ -155,10 +158,40 @@ def stop_group(process: subprocess.Popen) -> None:
         process.wait()
 
 
+class Unsandboxed:
+    """An agent started as a plain child (`--isolation none`), in its own process group."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.process = process
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.process.wait(timeout)
+
+    def stop(self) -> None:
+        stop_group(self.process)
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    def failure(self) -> str | None:
+        return None
+
+
+def start_agent(agent: AgentSpec, env: dict, work: Path, out, err, isolation: Isolation,
+                sandbox: Sandbox | None, proxy_url: str):
+    """The agent's process, in `sandbox` or, without one, as a plain child (as the isolation's user)."""
+    if sandbox is not None:
+        return sandbox.start(list(agent.argv), env, out, err, proxy_url)
+    user = isolation.user.popen_args() if isolation.user else {}
+    return Unsandboxed(subprocess.Popen(agent.argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                        cwd=work, start_new_session=True, preexec_fn=dies_with_parent(), **user))
+
+
 def run_agent(agent: AgentSpec, env: dict, work: Path, timeout: float, log=print,
-              user: AgentUser | None = None) -> AgentOutcome:
-    """Run the agent in its own process group (as `user` when given), in its work folder, which also
-    keeps its output.
+              isolation: Isolation = Isolation("none"), sandbox: Sandbox | None = None) -> AgentOutcome:
+    """Run the agent in `sandbox` (or as a plain child, in its own process group), in its work folder,
+    which also keeps its output; when it returns, no process of the agent's is left in a sandbox.
 
     Ctrl-C is turned into a flag for the time the agent runs, so that it can arrive at any
     moment (even while the process is being started) and still stop the agent's whole group.
@@ -169,23 +202,25 @@ def run_agent(agent: AgentSpec, env: dict, work: Path, timeout: float, log=print
     try:
         with open(work / AGENT_STDOUT, "wb") as out, open(work / AGENT_STDERR, "wb") as err:
             try:
-                process = subprocess.Popen(agent.argv, env=env, stdout=out, stderr=err,
-                                           stdin=subprocess.DEVNULL, cwd=work, start_new_session=True,
-                                           preexec_fn=dies_with_parent(), **(user.popen_args() if user else {}))
+                process = start_agent(agent, env, work, out, err, isolation, sandbox, env["SPILLAGE_PROXY"])
             except OSError as e:
                 err.write(f"spillage: cannot start agent {agent.argv[0]!r}: {e}\n".encode())
                 return AgentOutcome(None, "failed to start", f"{agent.argv[0]}: {e.strerror or e}")
             deadline = time.monotonic() + timeout
             while True:
                 try:
-                    return AgentOutcome(process.wait(0.2), "completed")
+                    status = process.wait(0.2)
+                    failure = process.failure()
+                    if failure is not None:
+                        return AgentOutcome(None, "failed to start", failure)
+                    return AgentOutcome(status, "completed")
                 except subprocess.TimeoutExpired:
                     pass
                 if interrupted.is_set():
-                    stop_group(process)
+                    process.stop()
                     return AgentOutcome(process.returncode, "interrupted", "Ctrl-C")
                 if time.monotonic() > deadline:
-                    stop_group(process)
+                    process.stop()
                     return AgentOutcome(process.returncode, "timed out", f"stopped after {timeout:.0f} s")
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -201,10 +236,10 @@ def catalog_scenarios(scenario: Scenario) -> tuple[list[Scenario], bool]:
 def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
                 home: Path, timeout: float = 300, log=print, seed: int = 0,
                 condition: Condition = Condition(), session_name: str | None = None,
-                model_via_proxy: bool = False, user: AgentUser | None = None) -> SessionResult:
+                model_via_proxy: bool = False, isolation: Isolation = Isolation("sandbox")) -> SessionResult:
     """Start origins and proxy, run the agent behind them, seal the log; everything lands in a new session
     folder (named `session_name`, or by time, scenario and agent), and the agent works in its own folder
-    beside it, as `user` when given (docs/EVIDENCE.md).
+    beside it, isolated as `isolation` says (docs/EVIDENCE.md; runner/sandbox.py).
 
     The sites' catalog is generated with `seed` from the benchmark, plus `scenario` when it is not one of it,
     once: it is kept in the spillage home by content hash, which meta.json records. The agent gets the
@@ -213,10 +248,14 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     The CA and the signing key are those of the spillage `home`."""
     task = condition.task(scenario)
     scenarios, added = catalog_scenarios(scenario)
+    forbid_dumps()   # this process holds the keys: not even the agent's uid may read its memory
     session_dir = create_session(runs_dir, f"{scenario.id}-{agent.label}", session_name)
     work = create_work_folder(session_dir)
     routed_model = agent.model_host if model_via_proxy else None
+    sandbox = (Sandbox(work, (Path(home).resolve(), session_dir.parent), None if routed_model else agent.model_host,
+                       isolation.user) if isolation.sandboxed else None)
     log(f"session {session_dir}")
+    log(isolation.line())
     copy = scenario_yaml(scenario)
     (session_dir / SCENARIO_COPY).write_text(copy, encoding="utf-8")
     ca = ensure_ca(home / "ca")
@@ -233,7 +272,7 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
         "model_endpoint": {"host": agent.model_host, "via_proxy": routed_model is not None},
         "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
         "work": str(work),
-        "isolation": user.describe() if user else {"level": "folder", "uid": os.getuid()},
+        "isolation": isolation.describe(),
         "started": utc_timestamp(),
         "status": "running",
     }
@@ -242,7 +281,7 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     outcome, took, stack = before_agent, 0.0, None
     try:
         catalog, meta["catalog"]["sha256"] = stored_catalog(home, scenarios, seed)
-        stack = Stack(session_dir, ca, signing_key, catalog, log=log,
+        stack = Stack(session_dir, ca, signing_key, catalog, log=log, isolation=isolation.level,
                       model_hosts=(routed_model,) if routed_model else (),
                       guard=Guard(condition.guard, condition.guard_policy, session_dir / SCENARIO_COPY))
         meta["signing"] = {"key": stack.key_fingerprint}
@@ -253,11 +292,11 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
             if routed_model:
                 env["SPILLAGE_MODEL_PROXY"] = stack.proxy_url
             with contextlib.ExitStack() as scope:
-                if agent.isolated_home:
-                    env.update(scope.enter_context(AgentHome(work)))
-                hand_over(work, user.owner if user else None)
+                if agent.isolated_home or sandbox is not None:
+                    env.update(scope.enter_context(AgentHome(work, short_tmp=sandbox is None)))
+                hand_over(work, isolation.user.owner if isolation.user else None)
                 began = time.monotonic()
-                outcome = run_agent(agent, env, work, timeout, log, user)
+                outcome = run_agent(agent, env, work, timeout, log, isolation, sandbox)
                 took = time.monotonic() - began
                 failed = outcome.exit_code != 0   # the last stderr line of an agent that exited 0 is no error
                 outcome = dataclasses.replace(outcome, reported=read_outcome(work),

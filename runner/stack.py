@@ -77,9 +77,10 @@ class Stack:
     hash; the session names it in meta.json), read-only. They listen on a socket bound here, so the
     proxy, which must know their address, starts at the same time.
 
-    The proxy signs the log with a session key made here and certified by `signing_key`; it gets the
-    key over a pipe and reports each signed checkpoint on its stdout (runner/heads.py). On exit, once
-    both servers have stopped, `settlement` says whether the log on disk is what the proxy wrote."""
+    The proxy signs the log with a session key made here and certified by `signing_key` (which states
+    the agent's `isolation`, and that it cosigns); it gets the key over a pipe and reports each signed
+    checkpoint on its stdout (runner/heads.py). On exit, once both servers have stopped, `settlement`
+    says whether the log on disk is what the proxy wrote; if it is, its final checkpoint is cosigned."""
 
     session_dir: Path
     ca: CertAuthority
@@ -90,6 +91,7 @@ class Stack:
     inline_limit: int | None = None
     model_hosts: tuple[str, ...] = ()  # model endpoints the proxy lets through (--model-via-proxy)
     guard: Guard = Guard()
+    isolation: str | None = None      # how the agent is isolated, stated in the session key's certificate
     log: Callable[[str], None] = print
     origin_url: str = ""
     proxy_url: str = ""
@@ -108,7 +110,8 @@ class Stack:
         """Start both servers without waiting for them: the proxy first, since it takes the longer to boot
         (a few tenths of a second), in which the caller can do what needs no server. `with` then waits
         until both are ready (and launches them, if this was not called)."""
-        self.session_key = SessionKey.issue(self.signing_key, self.session_dir.name, utc_timestamp())
+        claims = {"cosign": True} | ({"isolation": self.isolation} if self.isolation else {})
+        self.session_key = SessionKey.issue(self.signing_key, self.session_dir.name, utc_timestamp(), **claims)
         self.monitor = HeadMonitor(self.session_key)
         self._key_pipe = key_pipe(self.session_key)
         guarded = self.guard.mode != "off"

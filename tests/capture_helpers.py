@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 from spillage.proxy.capturelog import CaptureWriter
+from spillage.proxy.layout import CATALOG_COPY
 from spillage.proxy.layout import LOG_NAME
+from spillage.proxy.layout import write_checkpoint_note
+from spillage.proxy.layout import write_meta
+from spillage.proxy.notes import Note
+from spillage.proxy.notes import checkpoint_text
+from spillage.proxy.notes import parse_note
 from spillage.proxy.signing import SessionKey
+from spillage.proxy.signing import Signer
+from spillage.proxy.signing import checkpoint_message
+from spillage.proxy.signing import fingerprint
+from spillage.proxy.signing import raw_public
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f"
 BIG = bytes(range(256)) * 400  # 100 KiB, over the default inline limit
@@ -172,3 +184,54 @@ def signed_session(path: Path, key, *, seal: bool = True, every: int = 4, **kw: 
     signing = SessionKey.issue(key, path.name, NOW)
     write_session(path, seal=seal, signing=signing, checkpoint_every=every, checkpoint_interval=3600, **kw)
     return signing
+
+
+def sign_checkpoint(record: dict[str, Any], root: bytes, signing: SessionKey) -> None:
+    """Give a checkpoint record the tree head `root` and sign it (and its C2SP note) with `signing`, as a
+    forger holding that key would."""
+    signer = signing.signer()
+    text = checkpoint_text(signing.session, record["records"], root)
+    record.update(root=root.hex(), key=signing.key, note=Note(text, (signer.sign_note(text),)).encode(),
+                  signature=signer.sign(checkpoint_message(signing.session, record["records"], root.hex(), record["ts"])))
+
+
+def runner_session(path: Path, key, *, isolation: str = "sandbox", every: int = 4) -> SessionKey:
+    """write_session's records as a run leaves them: signed with a session key whose certificate states
+    `isolation` and that its issuer cosigns; the final checkpoint cosigned by `key` (checkpoint.note) and
+    meta.json naming the session, its keys, the isolation and the sealed head."""
+    signing = SessionKey.issue(key, path.name, NOW, cosign=True, isolation=isolation)
+    final: list[dict[str, Any]] = []
+    write_session(path, signing=signing, checkpoint_every=every, checkpoint_interval=3600,
+                  on_checkpoint=lambda record, last: final.append(record))
+    head = final[-1]
+    note = parse_note(head["note"])
+    write_checkpoint_note(path, note.adding(Signer(key).sign_note(note.text)).encode())
+    meta = {"session": path.name, "evidence": "sealed", "isolation": {"level": isolation},
+            "signing": {"key": fingerprint(raw_public(key)), "session_key": signing.key},
+            "capture": {"records": head["seq"] + 1, "head": head["hash"],
+                        "signed_head": {"seq": head["seq"], "hash": head["hash"], "tree_size": head["records"],
+                                        "root": head["root"], "ts": head["ts"], "signature": head["signature"]}}}
+    write_meta(path, meta)
+    return signing
+
+
+def unpack_fixture(fixture: Path, tmp: Path, catalog: Path) -> Path:
+    """A copy of a recorded fixture folder with its gzipped files unpacked, its live session in `live/`
+    under the name its log is signed for, and the seed-0 catalog beside that session's log."""
+    folder = tmp / fixture.name
+    shutil.copytree(fixture, folder)
+    for packed in list(folder.rglob("*.gz")):
+        packed.with_suffix("").write_bytes(gzip.decompress(packed.read_bytes()))
+        packed.unlink()
+    signed = json.loads((folder / "live" / LOG_NAME).read_text().splitlines()[0])["session"]
+    (folder / "live").rename(folder / signed)
+    (folder / "live").mkdir()
+    (folder / signed).rename(folder / "live" / signed)
+    shutil.copy(catalog, live_of(folder) / CATALOG_COPY)
+    return folder
+
+
+def live_of(folder: Path) -> Path:
+    """The live session of an unpacked fixture folder."""
+    (session,) = (folder / "live").iterdir()
+    return session

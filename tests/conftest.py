@@ -1,6 +1,6 @@
 """Fixtures shared by the test modules, and the two markers that say what a test needs from outside.
 
-    @pytest.mark.needs_tool("tshark")   # or "curl", or "autogen" (AutoGen's venv, .venv-autogen)
+    @pytest.mark.needs_tool("tshark")   # or "curl", "bwrap", "go" (with Debian's golang.org/x/mod), "autogen"
     @pytest.mark.shared_data("data/spillage/shopping_Amazon_chat.json")   # a file under ../shared
 
 A missing tool skips the test with what to install, or fails it when SPILLAGE_REQUIRE_TOOLS is set
@@ -19,7 +19,9 @@ from spillage.origins.catalog import build_catalog
 REQUIRE_TOOLS = "SPILLAGE_REQUIRE_TOOLS"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 # What each needs_tool name is installed with; any other name is a command on PATH, a Debian package.
-INSTALL = {"autogen": "make autogen"}
+INSTALL = {"autogen": "make autogen", "go": "apt-get install -y golang-go golang-golang-x-mod-dev",
+           "bwrap": "apt-get install -y bubblewrap"}
+GO_X_MOD = Path("/usr/share/gocode/src/golang.org/x/mod/sumdb/note")   # Debian's golang-golang-x-mod-dev
 
 
 def tools_required() -> bool:
@@ -36,6 +38,8 @@ def tool_missing(name: str) -> str | None:
         if autogen_venv.is_complete(venv):
             return None
         why = f"AutoGen's venv is not there ({venv})"
+    elif name == "go" and shutil.which("go") and not GO_X_MOD.is_dir():
+        why = f"Go's golang.org/x/mod is not in {GO_X_MOD.parents[3]}"
     elif shutil.which(name):
         return None
     else:

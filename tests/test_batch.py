@@ -129,7 +129,8 @@ timeout: 240
     attempts = batch_dir / "attempts"
     finished = sorted(p.name for p in sessions.iterdir() if not p.name.startswith("."))  # not .work/
     assert len(finished) >= 2
-    for folder in [*(sessions / n for n in finished), *attempts.iterdir()]:  # Ctrl-C leaves everything sealed
+    retired = [a / a.name.rsplit(".", 1)[0] for a in attempts.iterdir()]   # attempts/<key>.<n>/<key>/
+    for folder in [*(sessions / n for n in finished), *retired]:  # Ctrl-C leaves everything sealed
         meta = json.loads((folder / "meta.json").read_text())
         if meta["evidence"] == "none":  # interrupted before its proxy started: nothing was captured
             assert meta["status"] == "interrupted" and not (folder / "capture.jsonl").exists(), folder
@@ -176,7 +177,7 @@ def test_a_timed_out_run_is_recorded_skipped_on_resume_and_retried_on_request(tm
     retried = subprocess.run([*command, "--retry-failed"], cwd=tmp_path, capture_output=True, text=True,
                              timeout=300)
     assert retried.returncode == 3 and len(ledger_lines(batch_dir)) == 2
-    assert verify(batch_dir / "attempts" / f"{key}.1").ok  # the first attempt is kept, not overwritten
+    assert verify(batch_dir / "attempts" / f"{key}.1" / key).ok  # the first attempt is kept, under its own name
 
 
 def test_without_a_terminal_each_finished_run_is_a_line_with_the_eta_only_when_asked():

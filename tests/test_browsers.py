@@ -4,11 +4,12 @@ browser-use and curl (tests/fixtures/browsers/README.md), audits to the same act
 what each browser sent on its own is reported as the browser's; browser-use's own HAR of it imports
 saying what the file lacks."""
 
-import gzip
 import shutil
 from pathlib import Path
 
 import pytest
+from capture_helpers import live_of
+from capture_helpers import unpack_fixture
 
 from spillage.audit.session_audit import audit_session
 from spillage.proxy.formats import har
@@ -26,14 +27,7 @@ STEPS = [("search", "gooseneck kettle"), ("filter", "Pregnancy safe (BPA-free)")
 
 
 def unpack(name: str, tmp: Path, catalog: Path) -> Path:
-    """A copy of fixture `name` with its gzipped files unpacked and the seed-0 catalog beside its session."""
-    folder = tmp / name
-    shutil.copytree(FIXTURES / name, folder)
-    for packed in list(folder.rglob("*.gz")):
-        packed.with_suffix("").write_bytes(gzip.decompress(packed.read_bytes()))
-        packed.unlink()
-    shutil.copy(catalog, folder / "live" / CATALOG_COPY)
-    return folder
+    return unpack_fixture(FIXTURES / name, tmp, catalog)
 
 
 def steps(report: dict) -> list[tuple]:
@@ -50,7 +44,7 @@ def audits(tmp_path_factory, catalog_file) -> dict[str, dict]:
     tmp = tmp_path_factory.mktemp("browsers")
     out = {}
     for name in (*BROWSERS, "curl-http2"):
-        session = unpack(name, tmp, catalog_file) / "live"
+        session = live_of(unpack(name, tmp, catalog_file))
         assert verify(session).ok, name
         out[name] = audit_session(session)
     return out
@@ -83,7 +77,7 @@ def test_what_a_browser_sends_on_its_own_is_the_browsers(audits, name, reasons):
 
 def test_firefox_background_is_recognised_though_the_proxy_that_recorded_it_did_not_know_its_hosts(
         tmp_path, catalog_file, audits):
-    session = unpack("firefox-esr", tmp_path, catalog_file) / "live"
+    session = live_of(unpack("firefox-esr", tmp_path, catalog_file))
     flagged = [r for r in (line.record for line in iter_records(session)) if r["kind"] == "egress_blocked"]
     assert sum(not r["background"] for r in flagged) >= 40   # recorded before proxy/hosts.py named Mozilla's hosts
     assert audits["firefox-esr"]["browser_background"]["requests"] == len(flagged)

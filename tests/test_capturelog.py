@@ -18,6 +18,7 @@ from spillage.proxy.capturelog import (
     DEFAULT_INLINE_LIMIT,
     GENESIS,
     KIND_FIELDS,
+    OPTIONAL_FIELDS,
     KINDS,
     LOG_NAME,
     SCHEMA_PATH,
@@ -130,7 +131,7 @@ def test_schema_matches_kind_fields(validator: jsonschema.Draft202012Validator) 
     assert v2_only == {"import": ["lacks"]}  # v1 import records, written before it existed, lack it
     for kind, fields in KIND_FIELDS.items():
         assert per_kind[kind]["required"] + v2_only.get(kind, []) == list(fields)
-        assert set(per_kind[kind]["properties"]) == set(fields)
+        assert set(per_kind[kind]["properties"]) == set(fields) | set(OPTIONAL_FIELDS.get(kind, ()))
 
 
 @pytest.mark.parametrize(

@@ -93,7 +93,8 @@ def test_a_session_arrives_as_it_left_the_worker_content_modes_and_verdict(tmp_p
     assert stat.S_IMODE((arrived / "capture.jsonl").stat().st_mode) == 0o400
     assert verify(arrived).ok
     pinned = fingerprint(raw_public(load_or_create_key(tmp_path / "home")))
-    assert receive(result, tmp_path / "client" / "again", frozenset({pinned})) == ""
+    (tmp_path / "client" / "again").mkdir()
+    assert receive(result, tmp_path / "client" / "again" / "cell", frozenset({pinned})) == ""
 
 
 def test_a_session_that_does_not_arrive_as_the_worker_verified_it_is_refused_with_the_reason(tmp_path):
@@ -101,8 +102,9 @@ def test_a_session_that_does_not_arrive_as_the_worker_verified_it_is_refused_wit
     result = result_of(session)
     (tmp_path / "client").mkdir()
 
-    def arrive(name, pins=frozenset(), **changes):
-        return receive(result_of(session, **changes), tmp_path / "client" / name, pins)
+    def arrive(name, pins=frozenset(), **changes):   # each into a folder of its own, under the cell's name
+        (tmp_path / "client" / name).mkdir()
+        return receive(result_of(session, **changes), tmp_path / "client" / name / "cell", pins)
 
     assert "on the worker it verified as OK" in arrive("head", claim={**result.claim, "head": "0" * 64})
     assert "up to root " + "1" * 64 in arrive("root", claim={**result.claim, "root": "1" * 64})
@@ -117,7 +119,7 @@ def test_a_session_that_does_not_arrive_as_the_worker_verified_it_is_refused_wit
         f.write(b"X")
     archive, _ = pack(altered)  # sent with the files the worker hashed before
     assert arrive("altered", archive=archive) == "capture.jsonl did not arrive as the worker sent it"
-    assert not (tmp_path / "client" / "altered").exists()
+    assert not (tmp_path / "client" / "altered" / "cell").exists()
     assert arrive("torn", archive=result.archive[:-300]).startswith("the archive does not unpack")
 
 
@@ -471,3 +473,26 @@ def test_audit_on_the_cluster_writes_what_a_local_audit_writes_and_names_what_fa
     refused = subprocess.run([*SPILLAGE, *home, "audit", str(tmp_path / "remote"), "--scheduler", cluster.address,
                               "--jobs", "2"], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "it takes no --scenario, --profiles, --catalog or --jobs" in refused.stderr
+
+
+def test_without_keys_each_workers_key_is_pinned_on_first_use_and_another_key_fails(tmp_path):
+    said = []
+    batch = cluster_batch(tmp_path / "out")
+    batch.worker_keys.say = said.append
+    first, second, third = (run.key for run in batch.matrix.runs[:3])
+    honest = sealed_session(tmp_path / "w1" / first, tmp_path / "worker-home")
+    again = sealed_session(tmp_path / "w2" / third, tmp_path / "worker-home")
+    fresh = sealed_session(tmp_path / "w3" / second, tmp_path / "fresh-key-home")   # a malicious worker's new key
+    pinned = fingerprint(raw_public(load_or_create_key(tmp_path / "worker-home")))
+    assert batch.arrive(first, Finished(result_of(honest, first))).outcome == "done"
+    assert said == [f"pinned 10.0.0.7:40001's key {pinned} on first use, in {tmp_path / 'out' / 'home' / 'workers.keys'}: "
+                    "a cell it signs with any other key fails (--keys FILE pins the keys instead)"]
+    refused = batch.arrive(second, Finished(result_of(fresh, second)))
+    assert refused.outcome == "failed" and refused.reason.startswith(
+        f"on arrival from tcp://10.0.0.7:40001: signed by {fingerprint(raw_public(load_or_create_key(tmp_path / 'fresh-key-home')))}, "
+        f"but 10.0.0.7:40001 signed with {pinned} before")
+    assert batch.arrive(third, Finished(result_of(again, third))).outcome == "done"
+    assert (tmp_path / "out" / "home" / "workers.keys").read_text() == f"tcp://10.0.0.7:40001 {pinned}\n"
+    pins = cluster_batch(tmp_path / "pinned", pins=frozenset({pinned}))   # --keys: no pinning on first use
+    assert pins.arrive(first, Finished(result_of(honest, first))).outcome == "done"
+    assert not (tmp_path / "pinned" / "home" / "workers.keys").exists()

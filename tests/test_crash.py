@@ -2,8 +2,9 @@
 
 kill -9 of the proxy, of the runner, or of both, while an agent sends requests as fast as it can:
 every request the agent saw answered is in the log, the log verifies up to its last whole record,
-a crashed log is sealed as such (by the runner, or by `spillage seal`) and never reads clean, and no
-origins server or proxy outlives a killed runner or `spillage proxy start`."""
+a crashed log is sealed as such (by the runner, or by `spillage seal`) and never reads clean, a log
+whose runner was killed is sealed by its proxy but never cosigned, and no origins server or proxy
+outlives a killed runner or `spillage proxy start`."""
 
 from __future__ import annotations
 
@@ -107,7 +108,8 @@ def test_a_killed_runner_leaves_no_server_and_a_log_the_proxy_sealed(workdir):
     assert seen > 20 and missing == []
     records = [line.record for line in iter_records(session)]
     assert [r["kind"] for r in records[-2:]] == ["session_end", "checkpoint"]
-    assert spillage(workdir, "verify", str(session)).returncode == 0
+    verified = spillage(workdir, "verify", str(session))   # sealed by the proxy, but no one checked it
+    assert verified.returncode == 1 and ": not cosigned: checkpoint.note is missing" in verified.stdout
 
 
 def test_both_killed_then_sealed_by_hand(workdir):
@@ -167,4 +169,5 @@ def test_a_killed_proxy_start_leaves_no_server_behind(workdir):
     proxy.wait()
     session = Path(shown["session"])
     assert gone(session)
-    assert spillage(workdir, "verify", str(session)).returncode == 0
+    verified = spillage(workdir, "verify", str(session))
+    assert verified.returncode == 1 and ": not cosigned: " in verified.stdout

@@ -10,6 +10,7 @@ import socket
 import socketserver
 import ssl
 import threading
+import time
 
 import h2.connection
 import h2.events
@@ -228,14 +229,50 @@ def test_every_protocol_inside_a_tunnel_is_refused_and_reaches_no_one(stack, out
     assert any("q=single+dad" in r["url"] for r in refused)
 
 
+def closed_after(stack: Stack, payload: bytes, then: bytes | None = None) -> bytes:
+    """Send `payload` to the proxy (and, once it answers, `then`), close the connection; the answer."""
+    with socket.create_connection(proxy_address(stack), timeout=5) as sock:
+        sock.sendall(payload)
+        head = read_head(sock)
+        if then is not None:
+            sock.sendall(then)
+    return head
+
+
+def test_refused_attempts_that_never_become_a_request_are_recorded_too(stack, outside):
+    """A tunnel to the outside with nothing in it, or text with no blank line, or an HTTP/2 preface; an
+    absolute URL mitmproxy answers 400 itself: nothing reaches the listener, each is an egress_blocked."""
+    target = f"{OUTSIDE}:{outside.server_address[1]}"
+    connect = f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode()
+    before = {r["seq"] for r in blocked(stack)}
+    assert closed_after(stack, connect).startswith(b"HTTP/1.1 200")
+    assert closed_after(stack, connect, b"GET /?q=pregnant HTTP/1.1\r\nHost: x").startswith(b"HTTP/1.1 200")
+    assert closed_after(stack, connect, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").startswith(b"HTTP/1.1 200")
+    userinfo = f"GET http://shop.test@{target}/?q=divorced HTTP/1.1\r\nHost: shop.test\r\n\r\n".encode()
+    assert closed_after(stack, userinfo).startswith(b"HTTP/1.1 400")
+    with outside.lock:
+        assert (outside.connections, bytes(outside.received)) == (0, b"")
+    deadline = time.monotonic() + 30   # each is recorded once the proxy has seen its client go
+    while len(new := [r for r in blocked(stack) if r["seq"] not in before]) < 4 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    shapes = [(r["method"], r["url"], (r["body"] or {}).get("text", "")) for r in new]
+    assert (("CONNECT", target, "") in shapes and ("CONNECT", target, "GET /?q=pregnant HTTP/1.1\r\nHost: x") in shapes
+            and any(m == "PRI" and url == f"http://{target}" for m, url, _ in shapes)), shapes
+    (bad,) = [r for r in new if r["url"] == f"http://shop.test@{target}/?q=divorced"]
+    assert bad["host"] == OUTSIDE and "answered 400" in bad["reason"] and bad["body"]["text"] == userinfo.decode()
+    assert all(r["reason"].startswith(("tunnel refused", "request refused")) for r in new)
+    assert not [r for r in iter_records(stack.session_dir) if r.record["kind"] == "request" and r.record["method"] == "PRI"]
+
+
 def test_hostile_bytes_in_our_own_traffic_are_captured_and_answered(stack):
+    before = len(list(iter_records(stack.session_dir)))   # the module's stack: earlier tests wrote the rest
     head = tls_request(stack, "shop.test:443", "shop.test", b"GET /s?k=\xff\xfekettle HTTP/1.1\r\nHost: shop.test\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400") and b"waitress" in head, head  # our origin answered it
     for body in (b'{"t":"field","value":"divorced \\ud800"}', b'{"t":"x","a":' + b"[" * 50000 + b"]" * 50000 + b"}"):
         request = (b"POST http://metrics.test/collect HTTP/1.1\r\nHost: metrics.test\r\n"
                    b"Content-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(body)) + body
         assert b"Server: waitress" in raw_exchange(stack, request), body[:40]  # our tracker answered
-    records = [line.record for line in iter_records(stack.session_dir)]
+    records = [line.record for line in iter_records(stack.session_dir)][before:]
     urls = {r["url"] for r in records if r["kind"] == "request"}
     assert "https://shop.test/s?k=%FF%FEkettle" in urls
     answered = {r["request"] for r in records if r["kind"] == "response"}

@@ -1,28 +1,71 @@
-"""The agent cannot forge the evidence of its own session (docs/EVIDENCE.md, "Isolation").
+"""The agent cannot reach the evidence of its own session (docs/EVIDENCE.md, "Isolation").
 
-Under the runner's own uid an agent can reach the session folder and even the signing key: whatever
-it writes there, the log on disk is not what the proxy reported over its pipe, and the session is
-marked tampered. Run as another user (`--agent-user`, root only) it cannot read, write, rename or
-delete anything of the evidence or the keys, nor signal the proxy."""
+A hostile agent (tests/agents/hostile.py) tries every attack of issue 25: the signing key and the CA key
+in the spillage home, the proxy's and the runner's memory, tracing the proxy, the proxy's stdout pipe and
+the runner's end of it, the session folder, a listener past the proxy, and a child that outlives it to
+rewrite the log after the seal. In the sandbox (the default) it runs as the agent itself, from the
+Chromium that browser-use and AutoGen start, and as another user: every attack fails, no process of it is
+left, and the session verifies clean. Without a sandbox, as the runner's uid without privilege, only the
+undumpable processes hold: the test says which attacks then succeed, as the docs do."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
+import secrets
+import socket
+import subprocess
 import sys
-import tempfile
+import threading
 from pathlib import Path
 
 import pytest
+from run_helpers import SPILLAGE
 from run_helpers import spillage
 
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.layout import work_folder
+from spillage.proxy.signing import fingerprint
+from spillage.proxy.signing import load_or_create_key
+from spillage.proxy.signing import raw_public
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.needs_tool("bwrap")]
 SCENARIO_ID = "shop-kettle-chat"
-FORGER = Path(__file__).with_name("agents") / "forger.py"
+AGENTS = Path(__file__).with_name("agents")
+HOSTILE = AGENTS / "hostile.py"
+ATTACKS = ("read the signing key", "read the CA key", "read the proxy's memory", "read the runner's memory",
+           "trace the proxy", "write into the proxy's stdout pipe", "open the runner's end of the pipe",
+           "write into the session folder", "reach a listener past the proxy", "leave a child behind")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="only root can run the agent as another user")
+
+
+class Listener:
+    """A TCP listener on loopback that counts the connections it gets: what the agent must not reach."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.connections = 0
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            conn.close()
+
+    @property
+    def address(self) -> str:
+        return "127.0.0.1:%d" % self.sock.getsockname()[1]
+
+
+@pytest.fixture
+def listener():
+    found = Listener()
+    yield found
+    found.sock.close()
 
 
 @pytest.fixture
@@ -31,16 +74,94 @@ def workdir(tmp_path) -> Path:
     return tmp_path
 
 
-def run(workdir: Path, *args: str):
-    env_home = ["--home", str(workdir / "home")]
-    done = spillage(workdir, *env_home, "run", "--scenario", SCENARIO_ID, *args)
-    return done, Path(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else None
+def hostile_run(workdir: Path, listener: Listener, *args: str, chromium: bool = False):
+    """`spillage run` with a hostile agent: (the finished process, the session, the attacks' report, the
+    marker of the child it left)."""
+    marker = f"hostile-{secrets.token_hex(4)}"
+    env = {**os.environ, "SPILLAGE_HOSTILE_HOME": str(workdir / "home"), "SPILLAGE_HOSTILE_TARGET": listener.address,
+           "SPILLAGE_HOSTILE_MARKER": marker}
+    if chromium:
+        env["SPILLAGE_CHROMIUM"] = str(AGENTS / "hostile_chromium.sh")
+    done = subprocess.run([*SPILLAGE, "--home", str(workdir / "home"), "run", "--scenario", SCENARIO_ID, *args],
+                          cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    session = Path(done.stdout.strip().splitlines()[-1])
+    report = (work_folder(session) / "hostile.txt").read_text().splitlines()
+    return done, session, report, marker
+
+
+def outcomes(report: list[str]) -> dict[str, str]:
+    """Each attack and how it went: DID or refused (the first time it was tried)."""
+    found = {}
+    for line in report:
+        verdict, _, rest = line.partition(": ")
+        if verdict in ("DID", "refused"):
+            found.setdefault(rest.split(" (")[0].split(": ")[0], verdict)
+    return found
+
+
+def left_behind(marker: str) -> list[str]:
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+
+
+def assert_clean(workdir: Path, session: Path) -> None:
+    """The session is sealed by the proxy and verifies with the home's key pinned."""
+    pin = fingerprint(raw_public(load_or_create_key(workdir / "home")))
+    verified = spillage(workdir, "verify", str(session), "--key", pin)
+    assert verified.returncode == 0, verified.stdout
+    assert "cosigned by its issuer; agent isolation: sandbox" in verified.stdout
+    assert json.loads((session / "meta.json").read_text())["evidence"] == "sealed"
+
+
+@pytest.mark.parametrize("path", ["command", "browser-use", pytest.param("autogen", marks=pytest.mark.needs_tool("autogen")),
+                                  pytest.param("command as nobody", marks=needs_root)])
+def test_a_hostile_agent_reaches_nothing_in_the_sandbox(workdir, listener, path):
+    if path.startswith("command"):
+        agent = ["--agent-user", "nobody"] if path.endswith("nobody") else []
+        done, session, report, marker = hostile_run(workdir, listener, *agent, "--", sys.executable, str(HOSTILE),
+                                                    "command")
+    else:
+        done, session, report, marker = hostile_run(workdir, listener, "--agent", path, "--model", "scripted:minimal",
+                                                    chromium=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert report[0].startswith("from: " + ("command" if path.startswith("command") else "browser"))
+    assert outcomes(report) == {attack: "refused" for attack in ATTACKS[:-1]} | {ATTACKS[-1]: "DID"}
+    assert "linger: started" in report and not any("rewrite" in line for line in report)
+    assert left_behind(marker) == []   # the child died with the sandbox, before the seal
+    assert listener.connections == 0
+    assert_clean(workdir, session)
+    assert any(r["kind"] == "request" for r in (line.record for line in iter_records(session)))
+
+
+def test_without_a_sandbox_only_the_undumpable_processes_hold(workdir, listener):
+    """--isolation none, the agent as the runner's uid without privilege (a root runner's agent with every
+    capability dropped): it reads the keys and writes into the session (which the runner then finds
+    tampered), but cannot read or trace the proxy or the runner, nor reach their pipe."""
+    cap_less = ["bwrap", "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--cap-drop", "ALL", "--"]
+    done, session, report, marker = hostile_run(workdir, listener, "--isolation", "none", "--", *cap_less,
+                                                sys.executable, str(HOSTILE), "command")
+    assert "isolation: none: the agent runs as uid" in done.stderr
+    found = outcomes(report)
+    assert {a: found[a] for a in ATTACKS} == {
+        "read the signing key": "DID", "read the CA key": "DID", "read the proxy's memory": "refused",
+        "read the runner's memory": "refused", "trace the proxy": "refused",
+        "write into the proxy's stdout pipe": "refused", "open the runner's end of the pipe": "refused",
+        "write into the session folder": "DID", "reach a listener past the proxy": "DID",
+        "leave a child behind": "DID"}
+    assert done.returncode == 1 and "evidence tampered" in done.stderr
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["isolation"]["level"] == "none" and meta["evidence"] == "tampered"
+    verified = spillage(workdir, "verify", str(session))
+    assert verified.returncode == 1 and "tampered" in verified.stdout
+    for pid in left_behind(marker):   # the child outlived the run: nothing ends it without a sandbox
+        os.kill(int(pid), 9)
 
 
 @pytest.mark.parametrize("how", ["replace", "edit"])
-def test_an_agent_of_the_same_user_cannot_forge_its_log(workdir, how, monkeypatch):
+def test_without_a_sandbox_a_log_forged_during_the_run_is_caught_by_the_runner(workdir, how, monkeypatch):
     monkeypatch.setenv("SPILLAGE_HOME", str(workdir / "home"))  # the forger reads the real key from here
-    done, session = run(workdir, "--", sys.executable, str(FORGER), how)
+    done = spillage(workdir, "run", "--scenario", SCENARIO_ID, "--isolation", "none", "--", sys.executable,
+                    str(AGENTS / "forger.py"), how)
+    session = Path(done.stdout.strip().splitlines()[-1])
     assert (work_folder(session) / "agent.stdout").read_text().strip() == ("replaced" if how == "replace" else "edited")
     assert done.returncode == 1, done.stderr
     assert "evidence tampered" in done.stderr
@@ -50,61 +171,46 @@ def test_an_agent_of_the_same_user_cannot_forge_its_log(workdir, how, monkeypatc
     assert verified.returncode == 1 and "tampered" in verified.stdout
 
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="only root can run the agent as another user")
-HOSTILE = r"""
-session="$(dirname "$(dirname "$SPILLAGE_WORK")")/$(basename "$SPILLAGE_WORK")"
-curl -sS -o /dev/null --proxy "$SPILLAGE_PROXY" "http://shop.test/s?k=kettle"
-try() { if "$@" 2>/dev/null; then echo "DID: $*"; else echo "refused: $*"; fi; }
-try ls "$session"
-try cat "$session/capture.jsonl"
-try sh -c "echo forged >> '$session/capture.jsonl'"
-try mv "$session/capture.jsonl" "$SPILLAGE_WORK/stolen"
-try rm -f "$session/meta.json"
-try cat "$HOME_OF_SPILLAGE/signing/ed25519.pem"
-try kill -TERM $(pgrep -f "mitmdump.*$(basename "$session")")
-try touch "$session/../planted"
-id -u
-"""
-
-
-@pytest.fixture
-def reachable():
-    """A folder the agent user can reach (pytest's own temp folders are 0700)."""
-    folder = Path(tempfile.mkdtemp(prefix="spillage-isolation-"))
-    folder.chmod(0o755)
-    (folder / "home").mkdir()
-    yield folder
-    shutil.rmtree(folder)
-
-
-@needs_root
-def test_an_agent_of_another_user_cannot_touch_the_evidence(reachable, monkeypatch):
-    workdir = reachable
-    monkeypatch.setenv("HOME_OF_SPILLAGE", str(workdir / "home"))
-    done, session = run(workdir, "--agent-user", "nobody", "--", "sh", "-c", HOSTILE)
+def test_where_no_sandbox_can_be_made_the_run_refuses_unless_told_isolation_none(workdir):
+    env = {**os.environ, "PATH": str(workdir / "no-tools-here")}   # no bubblewrap on PATH
+    argv = [*SPILLAGE, "run", "--scenario", SCENARIO_ID, "--", sys.executable, "-c", "pass"]
+    refused = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("spillage: no sandbox for the agent: bubblewrap is not installed")
+    assert not (workdir / "runs").exists()
+    done = subprocess.run([*argv[:6], "--isolation", "none", *argv[6:]], cwd=workdir, env=env, capture_output=True,
+                          text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    lines = (work_folder(session) / "agent.stdout").read_text().splitlines()
-    assert lines[-1] == "65534"
-    assert [line for line in lines[:-1] if not line.startswith("refused: ")] == []
-    assert len(lines) == 9
+    assert "spillage: isolation: none: the agent runs as uid" in done.stderr
+    session = Path(done.stdout.strip().splitlines()[-1])
+    assert json.loads((session / "meta.json").read_text())["isolation"]["level"] == "none"
     verified = spillage(workdir, "verify", str(session))
-    assert verified.returncode == 0 and "signed by ed25519:" in verified.stdout
-    meta = json.loads((session / "meta.json").read_text())
-    assert meta["isolation"] == {"level": "user", "user": "nobody", "uid": 65534} and meta["evidence"] == "sealed"
-    assert any(r["kind"] == "request" and r["url"] == "http://shop.test/s?k=kettle"
-               for r in (line.record for line in iter_records(session)))
+    assert verified.returncode == 0 and verified.stdout.rstrip().endswith(
+        "; agent isolation: none (the agent could reach the keys and the session folder while it ran)")
 
 
 @needs_root
-def test_an_agent_user_that_cannot_run_the_agent_is_refused_before_anything_starts(workdir):
-    done, _ = run(workdir, "--agent-user", "nobody", "--model", "scripted:minimal")
+def test_without_a_sandbox_an_agent_user_that_cannot_run_the_agent_is_refused_before_anything_starts(workdir):
+    done = spillage(workdir, "run", "--scenario", SCENARIO_ID, "--isolation", "none", "--agent-user", "nobody",
+                    "--model", "scripted:minimal")
     assert done.returncode == 2
     assert done.stderr.startswith("spillage: --agent-user nobody cannot run ")
     assert not (workdir / "runs").exists() or not any((workdir / "runs").iterdir())
 
 
 def test_agent_user_needs_root_and_a_real_user(workdir):
-    done, _ = run(workdir, "--agent-user", "no-such-user-here", "--", "true")
+    done = spillage(workdir, "run", "--scenario", SCENARIO_ID, "--agent-user", "no-such-user-here", "--", "true")
     assert done.returncode == 2
     expected = ("no such user" if os.geteuid() == 0 else "only root can run the agent as another user")
     assert expected in done.stderr
+
+
+def test_an_agent_inside_the_spillage_home_is_refused_before_anything_starts(workdir):
+    script = workdir / "home" / "agent.py"
+    script.write_text("print('never')\n")
+    done = spillage(workdir, "--home", str(workdir / "home"), "run", "--scenario", SCENARIO_ID, "--",
+                    sys.executable, str(script))
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"spillage: the agent's {workdir / 'home'} is inside {workdir / 'home'}, which the "
+                                   "sandbox hides from it; move it elsewhere")
+    assert not (workdir / "runs").exists()

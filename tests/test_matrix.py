@@ -39,6 +39,17 @@ timeout: 60
     assert noted.condition.condition.prompt == "sanitized" and noted.condition.condition.system_note
 
 
+def test_a_matrix_runs_its_agents_in_the_sandbox_unless_it_says_isolation_none(tmp_path):
+    from spillage.runner.batch import run_arguments
+
+    base = "scenarios: [shop-kettle-chat]\nframeworks: [browser-use]\nmodels: [scripted:minimal]\n"
+    sandboxed = load_matrix(matrix(tmp_path, base))
+    assert sandboxed.isolation == "sandbox" and "--isolation" not in run_arguments(sandboxed, sandboxed.runs[0], False)
+    plain = load_matrix(matrix(tmp_path, base + "isolation: none\n"))
+    arguments = run_arguments(plain, plain.runs[0], False)
+    assert arguments[arguments.index("--isolation") + 1] == "none"
+
+
 def test_all_means_the_benchmark_and_styles_filter_it(tmp_path):
     m = load_matrix(matrix(tmp_path, "scenarios: all\nstyles: [email]\nframeworks: [browser-use]\n"
                                      "models: [scripted:minimal]\n"))
@@ -69,6 +80,8 @@ def test_the_shipped_matrices_load():
      "conditions: [{name: a b}]\n", "conditions[0]: name 'a b'"),
     ("scenarios: [shop-kettle-chat]\nframeworks: [browser-use]\nmodels: [scripted:minimal]\n"
      "conditions: [{name: x}, {name: x}]\n", "two runs would share the name"),
+    ("scenarios: [shop-kettle-chat]\nframeworks: [browser-use]\nmodels: [scripted:minimal]\nisolation: nobody\n",
+     ":4: isolation: expected one of sandbox, none, not 'nobody'"),
     ("scenarios: [shop-kettle-chat\n", "not valid YAML"),
     ("- just a list\n", "expected a mapping"),
 ])

@@ -117,3 +117,54 @@ def test_a_model_through_the_proxy_is_captured_and_observes_everything_it_is_sen
     pregnant = next(a for a in report["recoveries"]["attributes"] if a["attribute"] == "pregnant")
     assert f"model:{host}" in pregnant["observers"] and "model" in pregnant["parties"]
     assert report["summary"]["model_provider_recovery_rate"] == 1.0
+
+
+# --- end to end: a command agent and its own model -----------------------------------------------
+
+ASK = """import json, os, sys, urllib.request
+direct = os.environ.get("SPILLAGE_MODEL_PROXY") is None
+handler = urllib.request.ProxyHandler({} if direct else {"http": os.environ["SPILLAGE_MODEL_PROXY"]})
+request = urllib.request.Request(sys.argv[1] + "/chat/completions", data=json.dumps({"model": "stub-model",
+          "messages": [{"role": "user", "content": "hi"}]}).encode(), headers={"Content-Type": "application/json"})
+try:
+    print(urllib.request.build_opener(handler).open(request, timeout=10).status)
+except OSError as e:
+    print("unreachable", type(e).__name__)
+"""
+
+
+def command_with_stub(tmp_path: Path, endpoint: bool, via_proxy: bool = False) -> tuple[Path, list, str, str]:
+    """Run a command agent that asks the stub model once; (session, the stub's requests, what the agent
+    printed, the stub's HOST:PORT)."""
+    with stub_server(finish_at_once) as stub:
+        host = f"127.0.0.1:{stub.server_address[1]}"
+        extra = (["--model-endpoint", host] if endpoint else []) + (["--model-via-proxy"] if via_proxy else [])
+        done = subprocess.run([*SPILLAGE, "run", "--scenario", SCENARIO, *extra, "--", sys.executable, "-c", ASK,
+                               stub.base_url], capture_output=True, text=True, cwd=tmp_path, timeout=240)
+        assert done.returncode == 0, done.stderr[-3000:]
+        session = Path(done.stdout.strip().splitlines()[-1])
+        said = (session.parent / ".work" / session.name / "agent.stdout").read_text().strip()
+        return session, stub.requests, said, host
+
+
+@pytest.mark.e2e
+def test_a_command_agent_reaches_only_the_model_endpoint_it_names(tmp_path):
+    _, requests, said, _ = command_with_stub(tmp_path, endpoint=False)
+    assert (said, requests) == ("unreachable URLError", [])   # its sandbox stands for the proxy alone
+    session, requests, said, host = command_with_stub(tmp_path, endpoint=True)
+    assert said == "200" and len(requests) == 1
+    assert json.loads((session / "meta.json").read_text())["model_endpoint"] == {"host": host, "via_proxy": False}
+    assert not any("chat/completions" in r.record.get("url", "") for r in iter_records(session))
+    session, requests, said, host = command_with_stub(tmp_path, endpoint=True, via_proxy=True)
+    assert said == "200" and len(requests) == 1
+    assert [r.record["url"] for r in iter_records(session) if r.record["kind"] == "request"] == [
+        f"http://{host}/v1/chat/completions"]
+
+
+def test_a_model_endpoint_is_for_a_command_agent(tmp_path):
+    done = subprocess.run([*SPILLAGE, "run", "--scenario", SCENARIO, "--model-endpoint", "127.0.0.1:8000"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2 and "--model-endpoint is for a command agent" in done.stderr
+    bad = subprocess.run([*SPILLAGE, "run", "--scenario", SCENARIO, "--model-endpoint", "nowhere", "--", "true"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 2 and "is not HOST:PORT" in bad.stderr

@@ -123,7 +123,7 @@ def test_decode_value_never_raises(value):
 
 
 def test_every_part_of_the_url_is_read_with_its_place():
-    r = read(f"https://pregnant.shop.test/p/pregnant%20kettle?pregnant=1&k=pregn%D0%B0nt#pregnant")
+    r = read("https://pregnant.shop.test/p/pregnant%20kettle?pregnant=1&k=pregn%D0%B0nt#pregnant")
     assert where(r) == {"host[0]", "path[1]", "query-name", "query:k", "fragment"}
     assert [p.decodings for p in r.pieces if p.where == "query:k" and p.text == "pregnant"] == [("percent", "confusables")]
 

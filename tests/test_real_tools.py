@@ -17,7 +17,6 @@ Two facts of the browsing the comparisons rest on:
   `clicked`, and scroll actions by what was seen, not for how long (the dwell adds up impressions).
 """
 
-import gzip
 import json
 import shutil
 from collections import Counter
@@ -26,6 +25,8 @@ from dataclasses import field
 from pathlib import Path
 
 import pytest
+from capture_helpers import live_of
+from capture_helpers import unpack_fixture
 
 from schema_check import assert_valid_record
 from spillage.audit.diff import ACTION_FIELDS
@@ -81,15 +82,9 @@ class Sent:
 
 
 def unpack(name: str, tmp: Path, catalog: Path) -> Path:
-    """A copy of fixture folder `name` with its gzipped files unpacked and the seed-0 catalog beside the
-    live session's log."""
-    folder = tmp / name
-    shutil.copytree(FIXTURES / name, folder)
-    for packed in list(folder.rglob("*.gz")):
-        packed.with_suffix("").write_bytes(gzip.decompress(packed.read_bytes()))
-        packed.unlink()
-    shutil.copy(catalog, folder / "live" / CATALOG_COPY)
-    return folder
+    """A copy of fixture folder `name` with its gzipped files unpacked, the live session in `live/` under
+    the name its log is signed for, and the seed-0 catalog beside its log."""
+    return unpack_fixture(FIXTURES / name, tmp, catalog)
 
 
 def imported(source: Path, out: Path, catalog: Path) -> Path:
@@ -169,6 +164,8 @@ def without(live: Path, dropped: set[int], out: Path) -> Path:
                 continue
             if isinstance(fields.get("request"), int):
                 fields["request"] = renumbered[fields["request"]]
+            if kind == "session_start":   # an unsigned copy says so (a log that claims signatures it lacks fails)
+                fields["options"] = {**fields["options"], "signed": False}
             renumbered[r["seq"]] = writer.append(kind, **fields)["seq"]
         writer.append("session_end", reason="proxy shutdown", records=writer.count)
     if (live / BLOB_DIR).is_dir():
@@ -219,7 +216,7 @@ def assert_same_answers(live: list[Sent], imported_: list[Sent]) -> None:
                                           ("playwright-attach", "playwright-attach.zip")])
 def test_playwright_har_lacks_exit_beacons_and_the_favicon_and_nothing_else(tmp_path, catalog_file, name, source):
     folder = unpack(name, tmp_path, catalog_file)
-    live = folder / "live"
+    live = live_of(folder)
     session = imported(folder / source, tmp_path / "imported", catalog_file)
     assert_valid_log(session)
     provenance = import_record(session)
@@ -248,7 +245,7 @@ def test_playwright_omit_har_says_every_omitted_body_is_unknown(tmp_path, catalo
     provenance = import_record(session)
     assert provenance["lacks"] == [har.LACK_UNLOAD_BEACONS, har.LACK_OWN_REQUESTS, har.LACK_RESPONSE_BODIES,
                                    har.LACK_REQUEST_BODIES, har.LACK_CANCELLED]
-    ours, theirs = sent(folder / "live"), sent(session)
+    ours, theirs = sent(live_of(folder)), sent(session)
     place = Counter((s.method, s.url) for s in ours if not (s.left_with_its_page or s.url.endswith("/favicon.ico")))
     assert Counter((s.method, s.url) for s in theirs) == place
     posted = [s for s in theirs if s.method == "POST"]   # every one had a body on the wire
@@ -263,7 +260,7 @@ def test_playwright_omit_har_says_every_omitted_body_is_unknown(tmp_path, catalo
     assert f"{len(posted) + len(unknown_responses)} bodies are not in the file: unknown, not empty" in err
     assert f"lacks: {'; '.join(provenance['lacks'])}" in err
     # the audit sees the pages the URLs name, told to shop.test; no beacon, form or add-to-cart
-    live_actions = audit_session(folder / "live")["actions"]
+    live_actions = audit_session(live_of(folder))["actions"]
     report = audit_session(session)
     assert report["provenance"]["lacks"] == provenance["lacks"]   # the audit marks what the file lacks
     said = summary_text(report).splitlines()[1]
@@ -277,7 +274,7 @@ def test_playwright_omit_har_says_every_omitted_body_is_unknown(tmp_path, catalo
 
 def test_chrome_har_repeats_content_type_and_drops_what_got_no_answer(tmp_path, catalog_file):
     folder = unpack("chrome-har", tmp_path, catalog_file)
-    live = folder / "live"
+    live = live_of(folder)
     session = imported(folder / "chrome-har.har", tmp_path / "imported", catalog_file)
     assert_valid_log(session)
     assert import_record(session)["lacks"] == [har.LACK_UNLOAD_BEACONS, har.LACK_NO_ANSWER]
@@ -304,7 +301,7 @@ def test_chrome_har_repeats_content_type_and_drops_what_got_no_answer(tmp_path, 
                                           ("mitmproxy11", "mitmdump.mitm")])
 def test_mitmproxy_files_match_the_live_session(tmp_path, catalog_file, name, source):
     folder = unpack(name, tmp_path, catalog_file)
-    live = folder / "live"
+    live = live_of(folder)
     session = imported(folder / source, tmp_path / "imported", catalog_file)
     assert_valid_log(session)
     assert import_record(session)["lacks"] == []
@@ -331,7 +328,7 @@ def test_mitmproxy_files_match_the_live_session(tmp_path, catalog_file, name, so
 @pytest.mark.parametrize("source", ["tcpdump.pcap", "tshark.pcapng"])
 def test_pcap_matches_the_live_session_but_its_tls_tunnels(tmp_path, catalog_file, capsys, source):
     folder = unpack("pcap", tmp_path, catalog_file)
-    live = folder / "live"
+    live = live_of(folder)
     session = imported(folder / source, tmp_path / "imported", catalog_file)
     assert_valid_log(session)
     provenance = import_record(session)

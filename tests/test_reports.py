@@ -341,3 +341,20 @@ def test_compare_without_a_common_group_says_so(tmp_path):
     md = (tmp_path / "out" / "report.md").read_text()
     assert ("No group has sessions on both sides: browser-use / bazaar.test / chat only with model=scripted:b; "
             "browser-use / shop.test / chat only with model=scripted:a.") in md
+
+
+def test_a_folder_planted_under_another_sessions_name_is_left_out_and_says_why(runs, tmp_path):
+    import shutil
+
+    from capture_helpers import runner_session
+    from spillage.proxy.signing import load_or_create_key
+
+    shutil.copytree(runs / "s1", runs / "x-planted")   # a clean session's files, audit.json and all
+    signed = runner_session(tmp_path / "clean", load_or_create_key(tmp_path / "home")).session
+    planted = write_audited_session(runs, "x-signed-planted", **keys(G1))
+    for name in ("capture.jsonl", "meta.json"):
+        shutil.copy(tmp_path / "clean" / name, planted / name)
+    excluded = dict(load_batch([runs], bar=False).excluded)
+    assert excluded["x-planted"] == "audit.json is the audit of session 's1', not of this one"
+    assert excluded["x-signed-planted"] == ("its signed name, signer and meta.json disagree: these are the files of "
+                                            f"session {signed} (the name its key is certified for), not of x-signed-planted")

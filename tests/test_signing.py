@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from capture_helpers import NOW, lines_of, put_lines, signed_session, write_session
+from capture_helpers import NOW, lines_of, put_lines, sign_checkpoint, signed_session, write_session
 
 from spillage.proxy.capturelog import CaptureWriter
 from spillage.proxy.capturelog import canonical_json
@@ -94,7 +94,6 @@ def rewrite_chain(path: Path, start: int, change, key=None) -> None:
     """Change the records from `start` on with `change(record)` and re-chain them; with `key`, the whole
     log is re-signed by a new session key that `key` certifies (a forger holding a key of their own)."""
     from spillage.proxy.merkle import MerkleFrontier, leaf_hash
-    from spillage.proxy.signing import checkpoint_message
 
     records = [line.record for line in iter_records(path)]
     forged = SessionKey.issue(key, records[0]["session"], NOW) if key else None
@@ -107,8 +106,8 @@ def rewrite_chain(path: Path, start: int, change, key=None) -> None:
             change(rec)
         rec["prev"] = prev
         if forged and rec["kind"] == "checkpoint":
-            rec["root"], rec["head"], rec["key"] = tree.root().hex(), prev, forged.key
-            rec["signature"] = forged.signer().sign(checkpoint_message(forged.session, rec["records"], rec["root"], rec["ts"]))
+            rec["head"] = prev
+            sign_checkpoint(rec, tree.root(), forged)
         rec.pop("hash")
         rec["hash"] = record_hash(rec)
         line = canonical_json(rec)

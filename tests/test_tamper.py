@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from capture_helpers import sign_checkpoint
 from traffic import browse
 
 from spillage.proxy.capturelog import canonical_json
@@ -23,7 +24,6 @@ from spillage.proxy.layout import META_NAME
 from spillage.proxy.mitm.ca import ensure_ca
 from spillage.proxy.signing import SessionKey
 from spillage.proxy.signing import load_or_create_key
-from spillage.proxy.signing import checkpoint_message
 from spillage.proxy.merkle import MerkleFrontier
 from spillage.proxy.merkle import leaf_hash
 from spillage.proxy.verify import verify
@@ -153,9 +153,8 @@ def forged_under_own_key(lines: list[bytes], rng: random.Random, forger) -> list
             record.update(signing.record_fields())
         record["prev"] = prev
         if record["kind"] == "checkpoint":
-            record.update(root=tree.root().hex(), head=prev, key=signing.key)
-            record["signature"] = signing.signer().sign(
-                checkpoint_message(signing.session, record["records"], record["root"], record["ts"]))
+            record["head"] = prev
+            sign_checkpoint(record, tree.root(), signing)
         line = encode(record)
         tree.append(leaf_hash(line[:-1]))
         out.append(line)

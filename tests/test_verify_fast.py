@@ -244,8 +244,8 @@ def test_workers_and_chunks_of_any_size_find_what_one_process_finds(sessions, tm
             damaged_lines[i], damaged_lines[-1] = damaged_lines[-1], damaged_lines[i]
         copies.append(damaged_lines)
     for n, copy_lines in enumerate(copies):
-        target = tmp_path / f"copy{n}"
-        target.mkdir()
+        target = tmp_path / f"copy{n}" / session.name   # a signed log is its own session's
+        target.mkdir(parents=True)
         (target / "blobs").symlink_to(session / "blobs")
         put_lines(target, copy_lines)
         alone = verify(target, jobs=1)
@@ -267,8 +267,8 @@ def test_workers_forked_or_started_anew_find_what_one_process_finds(sessions, tm
     session = sessions[1]
     lines = lines_of(session)
     for n, copy_lines in enumerate([lines, lines[:5] + lines[6:], lines[:-1] + [lines[-1][:-9]]]):
-        target = tmp_path / f"copy{n}"
-        target.mkdir()
+        target = tmp_path / f"copy{n}" / session.name   # a signed log is its own session's
+        target.mkdir(parents=True)
         (target / "blobs").symlink_to(session / "blobs")
         put_lines(target, copy_lines)
         assert verify(target, jobs=2) == verify(target, jobs=1)
