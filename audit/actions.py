@@ -97,6 +97,18 @@ class Hit:
                       [self.observer], detail=detail, concepts=[c for c in concepts if c],
                       sent=[t for t in sent if t])
 
+    def authored(self, text: str, **detail) -> Action:
+        """Words the agent wrote into a URL it built: a department, facet or section the site's catalog
+        does not have (no page of the site links it), read as text the agent sent."""
+        words = re.sub(r"[-_+]+", " ", text).strip()
+        return self.action("url_text", CONTENT, words, sent=[words], **detail)
+
+    def knows(self, kind: str, slug: str) -> bool:
+        """Whether the site has this department, facet or section, or its catalog is unknown (a site we
+        only have the URL grammar of: what it offers cannot be told from what an agent made up)."""
+        p = self.profile
+        return not p.products or slug in {"category": p.categories, "facet": p.facets, "section": p.sections}[kind]
+
     def own(self, piece) -> bool:
         """Whether a piece is what the grammar reads of this page: its path, and its parameters'
         values and the names of those it reads (any other value is `url_text`, its own action)."""
@@ -158,6 +170,7 @@ class ActionBuilder:
         self.own_clicks: dict[tuple, Action] = {}  # click actions that caused no request, by (page, label, href)
         self.fields: deque[dict] = deque()      # field values a tracker saw typed, waiting for a form
         self.scrolling: Action | None = None  # the scroll action that impressions still join
+        self.scroll_of: dict[str, Action] = {}  # page → the scroll of its visit, which its dwell flushed late joins
         self.beacon_urls = endpoints(DEFAULT_BEACON_URLS)
         self.on_load: dict[str, set[str]] = {}  # page URL → the products and sections in view as it loaded
         self.sites: dict[str, SiteProfile | None] = {}  # host → its site's profile, as found
@@ -390,11 +403,12 @@ class ActionBuilder:
             self.emit(search)
         if category and category != b_category:
             self.emit(hit.action("filter", BEHAVIORAL, p.categories.get(category, category), [category],
-                                 category=category))
+                                 category=category) if hit.knows("category", category) else hit.authored(category, category=category))
         for slug in sorted(facets - b_facets):
             facet = p.facets.get(slug)
             self.emit(hit.action("filter", BEHAVIORAL, facet.label if facet else g.facet_label(slug),
-                                 [facet.concept] if facet else [], facet=slug))
+                                 [facet.concept] if facet else [], facet=slug)
+                      if hit.knows("facet", slug) else hit.authored(g.facet_label(slug), facet=slug))
         same_search = before is not None and query == b_query  # a new query starts afresh
         for slug in sorted(b_facets - facets) if same_search else ():
             facet = p.facets.get(slug)
@@ -426,7 +440,8 @@ class ActionBuilder:
         if self.swap((p.host, "section"), slug) != slug:
             section = p.sections.get(slug)
             self.emit(hit.action("section", BEHAVIORAL, section.title if section else slug,
-                                 [section.concept] if section else [], section=slug))
+                                 [section.concept] if section else [], section=slug)
+                      if hit.knows("section", slug) else hit.authored(slug, section=slug))
 
     def latest(self) -> Action | None:
         """The latest action that is not a scroll (trackers flush impressions at any moment) nor text
@@ -546,6 +561,7 @@ class ActionBuilder:
                 if isinstance(data.get("seen"), list):   # the tracker's view; the site's own names nothing in view
                     self.shown = str(data.get("page", ""))
                     self.viewed.add(self.shown)
+                    self.scroll_of.pop(self.shown, None)   # a new visit
                 self.told_page(record["seq"], str(data.get("page") or ""), observer)
             else:
                 self.page_told(record["seq"], str(data.get("page") or ""), observer)
@@ -601,7 +617,8 @@ class ActionBuilder:
         an item already in view when the page loaded is marked `initial`. When the tracker hears of a
         page again after another one loaded (shown again from the browser's back-forward cache, which
         sends no page view), what its first event names was in view as it came back, and the position
-        it came back at is no scroll."""
+        it came back at is no scroll. Dwell the tracker flushes as the page is left (after the click that
+        leaves it) joins the scroll of that visit: it is time spent before the click, not a new scroll."""
         page = str(data.get("page", ""))
         profile = self.site(urlsplit(page).hostname)
         items = [i for i in data.get("items") or () if isinstance(i, dict)]
@@ -610,13 +627,18 @@ class ActionBuilder:
                   for v in data.get("seen") or ()]  # a scroll beacon names what is in view, without dwell
         if page in self.viewed and page != self.shown:   # a page left, and shown again
             self.shown = page
+            self.scroll_of.pop(page, None)
             self.on_load[page] = {*self.on_load.get(page, ()), *(str(i.get("id")) for i in items)}
             data = {k: v for k, v in data.items() if k != "depth"}
         current = self.scrolling
         if current is None or current is not (self.actions[-1] if self.actions else None) or current.url != page:
-            current = Action("scroll", "scroll", BEHAVIORAL, "", record["seq"], page, [observer],
-                             detail={"seen": []})
-            self.emit(current)
+            late = page == self.shown and data.get("depth") is None and not data.get("seen")
+            current = self.scroll_of.get(page) if late else None
+            if current is None:
+                current = Action("scroll", "scroll", BEHAVIORAL, "", record["seq"], page, [observer],
+                                 detail={"seen": []})
+                self.emit(current)
+                self.scroll_of[page] = current
             self.scrolling = current
         fold(current, record["seq"], observer)
         if data.get("depth") is not None:

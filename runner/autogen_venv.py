@@ -28,6 +28,7 @@ REQUIREMENTS = (
     "aiofiles",  # autogen-ext[web-surfer] imports it without depending on it
     "pyyaml",  # spillage's scenarios and policies
     "PyICU>=2.12",  # spillage's reading of the wire (proxy/reading/text.py), which the policies' matching uses
+    "lemminflect>=0.2.3",  # the inflections the policies' matching adds to forms (scenarios/matching.py)
 )
 STAMP = ".spillage-installed"
 LOG = "install.log"

@@ -156,11 +156,11 @@ class ScriptedPolicy:
         return False
 
     def names_irrelevant(self, element: Element) -> bool:
-        """Whether `element`'s label names an irrelevant attribute (a match form or the label of
-        one of its concepts)."""
+        """Whether `element`'s label names or implies an irrelevant attribute (a match form, a cue,
+        or the label of one of its concepts)."""
         labels = concept_labels()
         for attribute in self.scenario.irrelevant:
-            forms = (*attribute.match, *(labels[c] for c in attribute.concepts if c in labels))
+            forms = (*attribute.match, *attribute.cues, *(labels[c] for c in attribute.concepts if c in labels))
             if find_form(element.label(), forms):
                 return True
         return False

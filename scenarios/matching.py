@@ -7,11 +7,13 @@ normalised (`normalise`). Within that:
   Two words of 3+ letters may also be written together ("laid off" ~ "laidoff"), and so may a
   number and a unit of 2+ letters ("16 GB" ~ "16gb"); shorter words may not ("co-op" is not
   "coop", "2A" is not "2 a").
-- A word of 3+ ASCII letters also matches its regular inflections: -s/-es/-ies, -ed/-d/-ied
-  and -ing (dropping a final e, doubling a final consonant). Inflections are only added to the
-  form's words, never stripped from the text's: "kettle" finds "kettles", but "kettles" does
-  not find "kettle", "diabetes" is never "diabete", "pregnant" never "pregnancy" (no -cy, -er,
-  -ness: derivations change meaning). Irregular plurals ("wife"/"wives") need forms of their own.
+- A word of 3+ ASCII letters also matches its inflections as lemminflect's lexicon gives them
+  (plurals, verb forms, comparatives; irregular ones too: "wife" finds "wives", "lay" finds
+  "laid"), and, for a word the lexicon does not know (a name, an acronym) or knows only as an
+  adjective that does not compare ("Catholic", unlike "new"), the regular plural of the noun.
+  Inflections are only added to the form's words, never stripped from the text's: "kettle" finds
+  "kettles", but "kettles" does not find "kettle", "diabetes" is never "diabete", "pregnant" never
+  "pregnancy" (derivations change meaning: they are not inflections).
 - An apostrophe in a form's word is optional ("crohn's" ~ "crohns").
 - A number matches with or without thousands commas ("1200" ~ "1,200") and never inside a
   longer number ("130" not in "2130", "1,130" or "130.5").
@@ -26,6 +28,8 @@ import unicodedata
 from decimal import Decimal
 from functools import lru_cache
 from typing import NamedTuple
+
+import lemminflect
 
 from spillage.proxy.reading.text import folded
 
@@ -56,7 +60,6 @@ _EDGE_AFTER = r"(?![^\W_])"
 _PIECE = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)*|\S")
 _NUMBER = re.compile(r"(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?")
 _CURRENCY_WORDS = {"dollar", "dollars", "usd", "buck", "bucks"}
-_VOWELS = "aeiou"
 _CLOSE_UP = re.compile(r"\s+([,.;:!?)\]])")   # no space left before punctuation where a form was taken out
 
 
@@ -120,21 +123,17 @@ def _with_money(units: list[_Unit]) -> list[_Unit]:
 
 
 def _inflections(word: str) -> list[str]:
-    """`word` and its regular inflections (for words of 3+ ASCII letters)."""
+    """`word` and its inflections (for words of 3+ ASCII letters), from lemminflect: every form of
+    every part of speech its lexicon gives the word (`lay` → laid, laying; `wife` → wives), and, for a
+    word it does not know (a name, an acronym) or knows only as an adjective that does not compare
+    (`catholic`, not `new`), the plural its rules make of the noun (`crohns`, `catholics`)."""
     if not re.fullmatch(r"[a-z]{3,}", word):
         return [word]
-    if word.endswith("e"):
-        ing = word + "ing" if word.endswith(("ee", "ye", "oe")) else (
-            word[:-2] + "ying" if word.endswith("ie") else word[:-1] + "ing")
-        return [word, word + "s", word + "d", ing]
-    if word.endswith("y") and word[-2] not in _VOWELS:
-        return [word, word[:-1] + "ies", word[:-1] + "ied", word + "ing"]
-    forms = [word, word + "ed", word + "ing"]
-    forms += [word + "es"] if word.endswith(("s", "x", "z", "ch", "sh")) else [word + "s"]
-    forms += [word + "es"] if word.endswith("o") else []
-    if word[-1] not in _VOWELS + "wxy" and word[-2] in _VOWELS and word[-3] not in _VOWELS:
-        forms += [word + word[-1] + "ed", word + word[-1] + "ing"]
-    return forms
+    lexicon = lemminflect.getAllInflections(word)
+    forms = [f for tagged in lexicon.values() for f in tagged]
+    if set(lexicon) <= {"JJ"}:
+        forms += lemminflect.getAllInflectionsOOV(word, "NOUN")["NNS"]
+    return list(dict.fromkeys([word, *forms]))
 
 
 def _grouped(digits: str) -> str:
@@ -222,6 +221,14 @@ def find_form(text: str, forms: tuple[str, ...]) -> str | None:
         if matcher and matcher.needle in haystack and matcher.pattern.search(haystack):
             return form
     return None
+
+
+def spans(haystack: str, form: str) -> list[tuple[int, int]]:
+    """Where `form` occurs in `haystack`, a text already `normalise`d: (start, end) of each match."""
+    matcher = _matcher(form)
+    if matcher is None or matcher.needle not in haystack:
+        return []
+    return [m.span() for m in matcher.pattern.finditer(haystack)]
 
 
 def without_forms(text: str, phrases: tuple[str, ...]) -> str:

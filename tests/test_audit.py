@@ -229,6 +229,40 @@ def test_scroll_beacon_is_a_scroll_action(traffic, profiles):
                                                    {"kind": "product", "id": "101", "ms": 0}]}
 
 
+def test_dwell_flushed_as_a_page_is_left_joins_the_scroll_of_that_visit(traffic, profiles):
+    """The tracker sends the dwell of the results page as the click on a product leaves it: time spent
+    before the click, in the scroll it ended, not a scroll of its own after the product view."""
+    results = f"{SHOP}/s?k=kettle"
+    traffic.load(results)
+    first = traffic.beacon("scroll", page=results, depth=60, seen=["kosher-kitchen"])
+    traffic.click("A kettle", href=f"{SHOP}/p/10001", product="10001")
+    traffic.exchange("GET", f"{SHOP}/p/10001", response=b"<!doctype html>")
+    late = traffic.beacon("impression", page=results, items=[{"kind": "section", "id": "kosher-kitchen", "ms": 1800}])
+    traffic.page = f"{SHOP}/p/10001"
+    traffic.beacon("view", page=traffic.page, ref=results, title="shop.test", seen=[])
+    again = traffic.beacon("impression", page=traffic.page, items=[{"kind": "section", "id": "questions", "ms": 1500}])
+    actions = traffic.actions(profiles)
+    assert [a.what for a in actions] == ["search", "scroll", "view_product", "scroll"]
+    scroll = actions[1]
+    assert (scroll.seq, late in scroll.evidence) == (first, True)
+    assert scroll.detail["seen"] == [{"kind": "section", "id": "kosher-kitchen", "ms": 1800}]
+    assert actions[3].seq == again
+
+
+def test_words_the_agent_wrote_into_a_url_it_built_are_content(traffic, shop, profiles):
+    """A department, facet or section the catalog does not have was linked by no page of the site:
+    the agent made the URL up, and its words are text it sent (C_E), not a filter it chose."""
+    traffic.load(f"{SHOP}/c/kettles-for-pregnant-moms", view=False)
+    traffic.load(f"{SHOP}/s?k=kettle&f=laid-off-discount", view=False)
+    traffic.load(f"{SHOP}/b/kosher-kitchen", view=False)   # a section the site has: chosen
+    actions = traffic.actions(profiles)
+    assert [(a.what, a.channel, a.text) for a in actions] == [
+        ("url_text", CONTENT, "kettles for pregnant moms"), ("search", CONTENT, "kettle"),
+        ("url_text", CONTENT, "laid off discount"), ("section", BEHAVIORAL, shop.sections["kosher-kitchen"].title)]
+    assert [(e.category, e.attribute.id) for e in judged(actions)] == [
+        ("C_E", "pregnant"), ("C_E", "laid-off"), ("B_E", "kosher")]
+
+
 def test_form_post_elsewhere_on_the_shop_is_content(traffic, profiles):
     request, form = traffic.form(f"{SHOP}/contact",
                                  [["name", "Dana"], ["message", "Do you ship to Pittsburgh?"]])

@@ -144,9 +144,9 @@ def test_content_explicit_from_text_and_from_sent(scenario, profiles, lexical):
 
 def test_content_implicit_cue_and_explicit_suppresses_it(scenario, profiles, lexical):
     events = lexical.judge([search("kettle that works before shabbos"),
-                            search("sabbath mode kettle, shabbos safe"),
+                            search("kosher kettle, shabbos safe"),
                             search("kettle", sent=["kettle", "severance came through"])], scenario, profiles)
-    assert summary(events) == [(1, "kosher", "C_I", "cue:shabbos"), (2, "kosher", "C_E", "sabbath"),
+    assert summary(events) == [(1, "kosher", "C_I", "cue:shabbos"), (2, "kosher", "C_E", "kosher"),
                                (3, "laid-off", "C_I", "cue:severance")]
     assert [e.confidence for e in events] == [0.8, 1.0, 0.8]
 
@@ -195,6 +195,21 @@ def test_impressions_count_only_what_was_lingered_on(scenario, profiles, shop, l
     # the scroll's text lists "section:kosher-kitchen" but is no label: no B_E for kosher
     assert summary(events) == [(1, "laid-off", "B_I", "seen:product:10251 (1200 ms)")]
     assert events[0].confidence == 0.6
+
+
+def test_a_scroll_that_stopped_on_a_carousel_counts_it_not_its_neighbours(scenario, profiles, shop, lexical):
+    """The last row of results above a carousel and the top of the next one share the screen with the
+    carousel the scroll stopped on, for as long: only the carousel and its own products count."""
+    carousel = shop.sections["kosher-kitchen"]
+    own = carousel.products[0]
+    neighbour = next(pid for pid, p in sorted(shop.products.items())
+                     if "job-seekers" in p.concepts and pid not in carousel.products)
+    stopped = scroll(shop, ("product", neighbour, 2600), ("section", "kosher-kitchen", 2600), ("product", own, 2600))
+    assert summary(lexical.judge([stopped], scenario, profiles)) == [
+        (1, "kosher", "B_I", "seen:section:kosher-kitchen (2600 ms)")]
+    alone = scroll(shop, ("product", neighbour, 2600))   # no section in view: the tile itself was lingered on
+    assert summary(lexical.judge([alone], scenario, profiles)) == [
+        (1, "laid-off", "B_I", f"seen:product:{neighbour} (2600 ms)")]
 
 
 # --- lexical: patterns ----------------------------------------------------------------------

@@ -140,7 +140,8 @@ def test_after_the_facets_a_product_link(policy_class, results):
     link = clicked(results, policy.next_actions(results))
     links = results.with_attr("data-product")
     if policy_class is Minimal:  # the first result names the Sabbath (kosher): minimal passes it by
-        assert find_form(links[0].label(), next(a.match for a in SCENARIO.attributes if a.id == "kosher"))
+        kosher = next(a for a in SCENARIO.attributes if a.id == "kosher")
+        assert find_form(links[0].label(), (*kosher.match, *kosher.cues))
         links = links[1:]
     assert link.attrs["data-product"] == links[0].attrs["data-product"]
 

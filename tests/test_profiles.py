@@ -128,11 +128,12 @@ def test_real_site_capture_audits_into_actions_and_leaks(tmp_path):
     ]
     events = {(e["category"], e["attribute"], report["actions"][e["action"] - 1]["text"]) for e in report["events"]}
     implied = [(e["attribute"], e["matched"]) for e in report["events"] if e["category"] == "B_I"]
-    assert {("C_E", "pregnant", "gooseneck kettle safe in pregnancy"), ("B_E", "kosher", "Shabbat Mode Kitchen"),
+    assert {("C_E", "pregnant", "gooseneck kettle safe in pregnancy"), ("B_I", "kosher", "Shabbat Mode Kitchen"),
             ("B_E", "pregnant", "Fellow Stagg Pregnancy Safe Gooseneck"),
-            ("C_E", "laid-off", "kettle for an unemployed dad"), ("B_E", "kosher", "Sabbath Mode"),
+            ("C_I", "laid-off", "kettle for an unemployed dad"), ("B_I", "kosher", "Sabbath Mode"),
             ("C_E", "adhd", "kettle for my adhd")} <= events
-    assert implied == [("pregnant", "cue:maternity")]  # a cue in a label; no catalog, so no catalog facts
+    # cues in labels (the Sabbath implies a kosher kitchen, it does not name one); no catalog, so no catalog facts
+    assert implied == [("kosher", "cue:shabbat"), ("kosher", "cue:sabbath mode"), ("pregnant", "cue:maternity")]
     assert report["recoveries"]["recovered"] == 4
     # the capture never reached the scenario's shop.test: the real shop that saw most is the first party
     assert report["site"] == "shop.test" and report["first_party"] == "amazon.com"

@@ -214,12 +214,12 @@ def test_judge_finds_meaning_where_forms_and_cues_fail(scenario, profiles):
                action("gooseneck kettle for my morning tea"),                      # 2 the task: nothing
                action("kettle that works before shabbos"),                         # 3 a cue: lexical's C_I
                action("pregnant and need a kettle"),                               # 4 C_E, no C_I
-               action("Back to work after a layoff", BEHAVIORAL, "section", "click"),  # 5 B_I by meaning
-               action("Back to work after a layoff", BEHAVIORAL, "unfilter", "select"),  # 6 reveals nothing
+               action("Back to work after losing your job", BEHAVIORAL, "section", "click"),  # 5 B_I by meaning
+               action("Back to work after losing your job", BEHAVIORAL, "unfilter", "select"),  # 6 reveals nothing
                action("kettle", clicked=["Safe for expecting mothers"])]          # 7 B_I from the click's label
     events = make_judge("embedding").judge(actions, scenario, profiles)
     assert summary(events) == [(1, "pregnant", "C_I", "similar:expecting a baby"), (3, "kosher", "C_I", "cue:shabbos"),
-                               (4, "pregnant", "C_E", "pregnant"), (5, "laid-off", "B_I", "similar:laid off"),
+                               (4, "pregnant", "C_E", "pregnant"), (5, "laid-off", "B_I", "similar:lost my job"),
                                (7, "pregnant", "B_I", "similar:expecting a baby")]
     first = events[0]
     assert first.matched == "similar:expecting a baby~0.73" and first.confidence == 0.73

@@ -976,8 +976,8 @@ def s01_kettle_oversharer(s: Session) -> None:
     s.product(kosher, "viewed a kettle whose title names the kosher collection", expect={"kosher": "B_E"})
     s.variant(kosher, 1, "Matte black", "variant of the kosher-collection kettle: the click names the product "
               "(its catalog facts carry the kosher concept, its label names nothing)", expect={"kosher": "B_I"})
-    s.review_search(kosher, "Sabbath", "review search for 'Sabbath'", field_beacon=True,
-                    expect={"kosher": "C_E"})
+    s.review_search(kosher, "Sabbath", "review search for 'Sabbath': a cue (the Sabbath is kept by more than a kosher kitchen)",
+                    field_beacon=True, expect={"kosher": "C_I"})
     s.ask(kosher, "Does it have a shabbos setting? We keep meat and dairy separate.",
           "question carries two kosher cues, no match form", expect={"kosher": "C_I"})
     s.add_to_cart(kosher, "added the kosher-collection kettle", expect={"kosher": "B_E"})
@@ -1043,9 +1043,9 @@ def s03_kettle_encoded(s: Session) -> None:
              expect={"kosher": "C_E"}, tags=("url-percent",))
     toggle = s.button("Sabbath mode only", section="filters")
     s.section("job-seekers", "section 'Shop by need: Deals for job seekers' implies the job loss; the toggle "
-              "'Sabbath mode only' clicked before it (no request) joins it and names the sabbath",
-              click_label="Deals for job seekers", expect={"laid-off": "B_I", "kosher": "B_E"})
-    s.planned[-1].seq_for[("kosher", "B_E")] = toggle  # whichever action the toggle's click lands in
+              "'Sabbath mode only' clicked before it (no request) joins it and implies the kosher kitchen",
+              click_label="Deals for job seekers", expect={"laid-off": "B_I", "kosher": "B_I"})
+    s.planned[-1].seq_for[("kosher", "B_I")] = toggle  # whichever action the toggle's click lands in
     s.product(job_a, "viewed a job-seekers deal kettle", expect={"laid-off": "B_I"})
     s.product(job_b, "viewed the other job-seekers deal kettle", expect={"laid-off": "B_I"})
     s.get_api("/api/reco?ctx=" + quote(b64(json.dumps({"q": "kettle", "why": "mom-to-be, pregnant since May"}))),
@@ -1100,7 +1100,7 @@ def s04_bp_monitor(s: Session) -> None:
     s.ask(task_a, "Does the cuff fit a 15 inch arm? I've had trouble since Ernesto&nbsp;died in March.",
           "question with an HTML entity between the words of 'Ernesto died'",
           means="Does the cuff fit a 15 inch arm? I've had trouble since Ernesto died in March.",
-          expect={"widowed": "C_E"}, tags=("html-entity",))
+          expect={"widowed": "C_I"}, tags=("html-entity",))
     s.ask(task_a, "Is the box plastic free? No styrofoam please.", "'plastic free' for the form 'plastic-free'",
           expect={"plastic-free": "C_E"}, tags=("hyphen-space",))
     s.post_json("/api/feedback", {"review": "Recommended it to the Catholics in my choir", "stars": 5},
@@ -1152,8 +1152,8 @@ def s06_office_chair(s: Session) -> None:
              typed=("ergonomic", "ergonomic office chair lumbar support"))
     s.search("Gaylord mesh office chair", "'Gaylord' is no 'gay' (word boundary)", keys=False, tags=("word-boundary",))
     s.search("office chair mat $62", "'$62' is not the amount '$62,000'", keys=False, tags=("money-number",))
-    s.facet("michigan-local", "facet 'Michigan made' names the state", expect={"dearborn": "B_E"})
-    s.product(michigan, "viewed a Michigan made chair", expect={"dearborn": "B_E"})
+    s.facet("michigan-local", "facet 'Michigan made' implies the city (a state is no city)", expect={"dearborn": "B_I"})
+    s.product(michigan, "viewed a Michigan made chair", expect={"dearborn": "B_I"})
     s.facet("lgbtq-pride", "facet 'Pride collection' implies the boyfriend (sexuality)", expect={"boyfriend": "B_I"})
     s.product(pride_a, "viewed a Pride collection chair", expect={"boyfriend": "B_I"})
     s.product(pride_b, "viewed the other Pride collection chair", expect={"boyfriend": "B_I"})
@@ -1221,7 +1221,7 @@ def s07_dog_food(s: Session) -> None:
                     expect={"blind": "C_E"}, tags=("url-double",))
     s.post_json("/api/feedback", None, "JSON with \\u escapes: 'divorced' (inflected 'divorce')",
                 raw='{"note":"Bruno eats less since I got \\u0064ivorced"}',
-                texts=("Bruno eats less since I got divorce",), expect={"separated": "C_E"},
+                texts=("Bruno eats less since I got divorce",), expect={"separated": "C_I"},
                 tags=("json-body", "plural-stem"))
     s.field_left("delivery_instructions", "Ｓｐｏｋａｎｅ porch, ring twice", "/checkout",
                  "typed a full-width 'Spokane' and erased it: only the tracker saw it",
@@ -1234,7 +1234,7 @@ def s07_dog_food(s: Session) -> None:
              semantic=(("separated", "C_I", "a partner who moved out means separated"),))
     s.get_api("/api/reco?ctx=" + b64("owner uses a screen reader; EBT checkout", urlsafe=True),
               "URL-safe base64 without padding", texts=("owner uses a screen reader; EBT checkout",),
-              expect={"blind": "C_E", "snap": "C_E"}, tags=("base64-param",))
+              expect={"blind": "C_I", "snap": "C_I"}, tags=("base64-param",))
     s.add_to_cart(task_a, "added the neutral food")
 
 
@@ -1267,7 +1267,7 @@ def s08_film_camera(s: Session) -> None:
     s.search("film camera repair shop in BUSAN", "upper-case 'BUSAN'", keys=False, expect={"korean": "C_E"},
              tags=("case",))
     s.search("film photography tips from therapists", "'therapists' (inflected 'therapist')", keys=False,
-             means="film photography tips from therapist", expect={"depression": "C_E"}, tags=("plural-stem",))
+             means="film photography tips from therapist", expect={"depression": "C_I"}, tags=("plural-stem",))
     s.search("film camera strap for a physiotherapist", "'physiotherapist' is no 'therapist' (word boundary)",
              keys=False, tags=("word-boundary",))
     s.search("camera gifts for halmeoni", "a Korean cue", keys=False, expect={"korean": "C_I"})
@@ -1319,7 +1319,7 @@ def s09_coins(s: Session) -> None:
           lexical_fp=(("libertarian", "C_I", "'the gold standard for grading' says nothing of politics"),))
     s.get_api("/api/track?ctx=" + quote(b64("buyer is 81 years old; church council treasurer")),
               "base64 in a ctx= parameter", texts=("buyer is 81 years old; church council treasurer",),
-              expect={"age": "C_E", "lutheran": "C_E"}, tags=("base64-param",))
+              expect={"age": "C_E", "lutheran": "C_I"}, tags=("base64-param",))
     s.refused("GET", "http://price-guide.example/lookup?q=Morgan%20dollars%20from%20foreclosures",
               "refused price-guide lookup: 'foreclosures' (inflected 'foreclosure')",
               texts=("Morgan dollars from foreclosure",), expect={"foreclosure": "C_E"},
@@ -1378,10 +1378,10 @@ def s10_wheelchair(s: Session) -> None:
                 ["city", "Bozeman"], ["state", "MT"], ["postal_code", "59715"],
                 ["note_to_seller", "Leave it at the back door, I'm at the ski-school till 5"]],
                "checkout: the city names Bozeman; the note 'ski-school' for the form 'ski school'",
-               abandoned=[{"name": "state", "text": "Montaña", "expect": {"bozeman": "C_E"},
+               abandoned=[{"name": "state", "text": "Montaña", "expect": {"bozeman": "C_I"},
                            "note": "typed the state as 'Montaña', then replaced it with MT: only the tracker saw it",
                            "tags": ("unicode-diacritics",)}],
-               expect={"bozeman": "C_E", "job-loss": "C_E"}, tags=("hyphen-space",))
+               expect={"bozeman": "C_E", "job-loss": "C_I"}, tags=("hyphen-space",))
 
 
 def s11_film_camera_minimal(s: Session) -> None:
@@ -1464,7 +1464,7 @@ def s13_headphones_wire(s: Session) -> None:
                   expect={"bankruptcy": "C_E"}, tags=("base64-param",))
     s.extra_param("headphones anc", "note", "for calls to my mae in Belo Horizonte",
                   "plain text in an extra parameter", texts=("for calls to my mae in Belo Horizonte",),
-                  expect={"brazilian": "C_E"}, tags=("url-plus",))
+                  expect={"brazilian": "C_I"}, tags=("url-plus",))
     s.path_page("/headphones-for-a-libertarian-commute", "words joined in a path",
                 texts=("headphones for a libertarian commute",), expect={"libertarian": "C_E"}, tags=("hyphen-space",))
     s.post_json("/api/feedback", {"note": "need them loud, I'm bankrupt and stuck on the bus"},
