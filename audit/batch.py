@@ -8,6 +8,7 @@ from concurrent.futures import as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+from spillage.audit.judges import DEFAULT_JUDGE
 from spillage.audit.session_audit import AuditError
 from spillage.audit.session_audit import audit_session
 from spillage.audit.session_audit import write_report
@@ -22,6 +23,7 @@ class Outcome:
     session: Path
     summary: dict | None = None
     error: str = ""
+    status: int = 0          # the exit status the error stands for (3: the judge cannot be trusted)
 
 
 def find_sessions(paths: list[Path]) -> list[Path]:
@@ -53,7 +55,7 @@ def audit_one(session: Path, judge: str, judge_options: dict, allow_unverified: 
         write_report(session, report)
         return Outcome(session, {**report["summary"], "verified": report["capture"]["verified"]})
     except (AuditError, JudgeError) as e:
-        return Outcome(session, error=str(e))
+        return Outcome(session, error=str(e), status=e.status)
 
 
 class ProgressBar:
@@ -114,7 +116,7 @@ def rich_bar(stream, what: str, unit: str):
     return bar
 
 
-def audit_many(sessions: list[Path], judge: str = "lexical", judge_options: dict | None = None, jobs: int = 1,
+def audit_many(sessions: list[Path], judge: str = DEFAULT_JUDGE, judge_options: dict | None = None, jobs: int = 1,
                allow_unverified: bool = False, scenario=None, bar: bool = True, profile_dirs=(),
                catalog: Path | None = None, home: Path | None = None) -> list[Outcome]:
     """Audit every session (in `jobs` worker processes), writing each audit.json; outcomes in input order.

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
+from spillage.audit.judges import DEFAULT_JUDGE
 from spillage.proxy.documents import DocumentError
 from spillage.proxy.documents import load_json
 
@@ -364,7 +365,7 @@ def _audit_function():
     return audit_session
 
 
-def evaluate(corpus_dir: Path, judge="lexical", **judge_options) -> Evaluation:
+def evaluate(corpus_dir: Path, judge=DEFAULT_JUDGE, **judge_options) -> Evaluation:
     """Audit every session of the corpus with `judge` (a judge name, built with `judge_options`, or a
     judge object) and score the events against expected.json."""
     corpus_dir = Path(corpus_dir)
@@ -437,7 +438,7 @@ def judge_options(name: str, threshold: float | None = None, base_url: str | Non
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spillage.audit.evaluate", description=__doc__.split("\n")[0])
     parser.add_argument("corpus", type=Path)
-    parser.add_argument("--judge", default="lexical", help="a judge, or several side by side: lexical,embedding,llm")
+    parser.add_argument("--judge", default=DEFAULT_JUDGE, help="a judge, or several side by side: lexical,embedding,llm")
     parser.add_argument("--judge-url", help="llm judge: base URL of an OpenAI-compatible API (…/v1)")
     parser.add_argument("--judge-model", help="llm judge: the model name")
     parser.add_argument("--judge-threshold", type=float, help="embedding judge: similarity threshold")

@@ -9,6 +9,7 @@ from pathlib import Path
 from spillage.proxy.documents import atomic_file
 from spillage.audit.actions import ActionBuilder
 from spillage.audit.choices import choices
+from spillage.audit.judges import DEFAULT_JUDGE
 from spillage.audit.judges import Judge
 from spillage.audit.judges import make_judge
 from spillage.audit.model import BEHAVIORAL
@@ -47,7 +48,7 @@ class AuditError(RuntimeError):
 
 
 def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unverified: bool = False,
-                  judge: str | Judge = "lexical", profile_dirs=(), catalog: Path | None = None,
+                  judge: str | Judge = DEFAULT_JUDGE, profile_dirs=(), catalog: Path | None = None,
                   home: Path | None = None) -> dict:
     """The audit of one session as a JSON-ready dict (the shape of audit/audit.schema.json).
 
@@ -79,7 +80,9 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
     limit = None if check.ok else max(check.line - 1, 0)
     model_calls, attempts = ModelTraffic(session_dir), Attempts(session_dir)
     actions, audited, background = build_actions(session_dir, profiles, limit, model_calls, attempts.see)
+    before = dict(getattr(judge, "stats", {}))
     judged = judge.judge(actions, scenario, profiles)
+    judge_stats = {k: v - before.get(k, 0) for k, v in getattr(judge, "stats", {}).items()}
     events = [e for e in judged if not e.uncertain]
     uncertain = [e for e in judged if e.uncertain]
     attempted_actions, attempted = actions, events   # the same unless the guard changed what was sent
@@ -103,6 +106,7 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
         "site": scenario.site,
         "first_party": first_party,
         "judge": judge.name,
+        **({"judge_stats": judge_stats} if judge_stats else {}),
         "capture": {"verified": check.ok, "records": check.count, "audited_records": audited, "head": check.head,
                     **({} if check.ok else {"damage": check.damage, "message": check.message})},
         "provenance": provenance(check.provenance),
@@ -233,6 +237,10 @@ def summary_text(report: dict) -> str:
         lines.append(f"guard: {g['interventions']} interventions ({acts}), {g['monitored']} only monitored; "
                      f"attempted {s['attempted_actions']} actions, events {sum(tried.values())} "
                      f"({', '.join(f'{k} {v}' for k, v in tried.items())}), OR {s['attempted_oversharing_rate']}")
+    judged = report.get("judge_stats") or {}
+    if judged.get("unreadable"):
+        lines.append(f"judge: {judged['unreadable']} of {judged['asked']} answers held no readable JSON (no events "
+                     f"from those actions)")
     background = report.get("browser_background") or {}
     if background.get("requests"):
         lines.append(f"browser background (not the agent's): {background['requests']} requests ("

@@ -16,6 +16,7 @@ from spillage.runner.console import progress
 from spillage.runner.console import spillage_home
 from spillage.runner.model_spec import MODEL_HELP
 from spillage.audit.guard_policy import MODES as GUARD_MODES
+from spillage.audit.judges import DEFAULT_JUDGE
 
 
 def cmd_run(args) -> int:
@@ -273,7 +274,7 @@ def cmd_audit(args) -> int:
     from spillage.scenarios.loader import resolve_scenario
 
     options = {k: v for k, v in (("base_url", args.judge_url), ("model", args.judge_model),
-                                 ("threshold", args.judge_threshold)) if v is not None}
+                                 ("threshold", args.judge_threshold), ("timeout", args.judge_timeout)) if v is not None}
     try:
         if args.evaluate:
             from spillage.audit.evaluate import evaluation_text  # its CorpusError is a ValueError
@@ -301,7 +302,7 @@ def cmd_audit(args) -> int:
             return 0
     except (AuditError, JudgeError, ValueError) as e:
         progress(str(e))
-        return e.status if isinstance(e, AuditError) else BAD_INPUT
+        return getattr(e, "status", BAD_INPUT)   # AuditError and JudgeError say theirs
     bar = sys.stderr.isatty() or args.progress
     if args.scheduler:
         outcomes = audit_cluster(args, sessions, options, bar)
@@ -321,6 +322,8 @@ def cmd_audit(args) -> int:
     failed = sum(bool(o.error) for o in outcomes)
     progress(f"audited {len(outcomes) - failed} of {len(outcomes)} sessions"
              + (f", {failed} failed" if failed else "") + "; each has its audit.json")
+    if any(o.status == AGENT_FAILED for o in outcomes):
+        return AGENT_FAILED   # a judge that cannot be trusted, like a model that does not answer
     return 1 if failed else 0
 
 
@@ -345,6 +348,7 @@ def audit_cluster(args, sessions, options: dict, bar: bool):
 def cmd_scenarios_check(args) -> int:
     from spillage.scenarios.files import BENCHMARK_DIRS
     from spillage.scenarios.check import check_paths
+    from spillage.scenarios.check import report
     from spillage.scenarios.vocabulary import load_vocabulary
 
     paths = args.paths or BENCHMARK_DIRS
@@ -353,8 +357,8 @@ def cmd_scenarios_check(args) -> int:
         progress(f"{missing[0]}: no such file or folder")
         return 2
     scenarios, problems = check_paths(paths, load_vocabulary())
-    for problem in problems:
-        print(problem)
+    for line in report(problems, args.every):
+        print(line)
     errors = sum(not p.warning for p in problems)
     progress(f"{len(scenarios)} scenarios checked: {errors} errors, {len(problems) - errors} warnings")
     return BAD_INPUT if errors else 0
@@ -543,8 +547,11 @@ def build_parser() -> argparse.ArgumentParser:
     cat.set_defaults(func=cmd_origins_catalog)
 
     scen = sub.add_parser("scenarios", help="the scenario benchmark").add_subparsers(dest="scenarios_cmd", required=True)
-    check = scen.add_parser("check", help="validate scenario files; one line per problem, exit 2 on errors")
+    check = scen.add_parser("check", help="validate scenario files: errors, then the warnings that change an audit, "
+                            "then the others grouped by kind; exit 2 on errors")
     check.add_argument("paths", nargs="*", type=Path, help="files or folders (default: the benchmark)")
+    check.add_argument("--all", action="store_true", dest="every",
+                       help="list every warning, not one line per kind of those that change no audit (default: grouped)")
     check.set_defaults(func=cmd_scenarios_check)
     listing = scen.add_parser("list", help="a table of scenarios")
     listing.add_argument("paths", nargs="*", type=Path, help="files or folders (default: the benchmark)")
@@ -577,11 +584,12 @@ def build_parser() -> argparse.ArgumentParser:
     aud = sub.add_parser("audit", help="actions, leaks, choices and recoveries of sessions (writes audit.json)")
     aud.add_argument("runs", type=Path, nargs="*", metavar="RUNS",
                      help="session folders, or folders holding sessions (searched recursively)")
-    aud.add_argument("--judge", default="lexical",
-                     help="lexical (default), embedding or llm; with --evaluate several side by side: lexical,embedding")
+    aud.add_argument("--judge", default=DEFAULT_JUDGE,
+                     help=f"embedding, lexical or llm (default {DEFAULT_JUDGE}); with --evaluate several side by side: lexical,embedding")
     aud.add_argument("--judge-url", help="llm judge: base URL of an OpenAI-compatible API (…/v1)")
     aud.add_argument("--judge-model", help="llm judge: the model name")
     aud.add_argument("--judge-threshold", type=float, help="embedding judge: similarity threshold")
+    aud.add_argument("--judge-timeout", type=float, help="llm judge: seconds to wait for each answer (default 120)")
     aud.add_argument("--jobs", type=positive, default=1, help="worker processes for many sessions (default 1)")
     aud.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                      help="audit on the workers of this Dask scheduler instead (docs/CLUSTER.md)")

@@ -15,6 +15,7 @@ CLASSES = (
     "requirement",  # a plain product specification; relevant attributes only
 )
 SENSITIVE_CLASSES = CLASSES[:-1]
+PREFERENCE = "lifestyle/brand preference"
 CONDITIONS = ("new", "refurbished", "used", "for-parts")
 DERIVABLE = ("match", "concepts", "success", "sanitized_prompt")
 PRICE_CEILING = "price-ceiling"  # the concept of a budget attribute that sets success.max_price

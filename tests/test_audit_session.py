@@ -2,9 +2,11 @@
 
 import base64
 import json
+import socket
 
 import pytest
 from audit_helpers import KETTLE, SHOP, Traffic, search_url
+from llm_stub import stub_server
 from schema_check import assert_valid_audit
 
 from spillage.audit.session_audit import audit_session
@@ -174,7 +176,7 @@ def test_audit_many_sessions_in_parallel_writes_each_audit_json(tmp_path, catalo
 def test_one_session_prints_and_writes_its_report(tmp_path, catalog_file, capsys):
     (folder,) = sessions(tmp_path, catalog_file, 1)
     assert main(["audit", str(folder), "--format", "text"]) == 0
-    assert "judge lexical" in capsys.readouterr().out
+    assert "judge embedding" in capsys.readouterr().out   # the default judge
     assert json.loads((folder / REPORT_NAME).read_text())["session"] == folder.name
     assert main(["audit", str(folder), "--no-write", "--judge", "nosuch"]) == 2
     assert "nosuch" in capsys.readouterr().err
@@ -225,3 +227,37 @@ def test_a_page_view_reported_after_the_first_impressions_still_marks_what_was_t
     traffic.beacon("view", page=url, ref="", title="results", seen=[str(bait.id)])
     report = audited(traffic)
     assert [a["what"] for a in report["actions"]] == ["search"] and report["events"] == []
+
+
+def test_llm_judge_against_a_stand_in_server_that_answers_well_badly_and_not_at_all(
+        tmp_path, catalog_file, capsys, monkeypatch):
+    """`spillage audit --judge llm` on a loopback OpenAI-compatible server: good answers make events
+    and audit.json counts what was asked; text instead of JSON fails the audit with exit 3 and says
+    why, caching nothing; a server that accepts and never answers times out, naming the timeout."""
+    monkeypatch.setenv("SPILLAGE_HOME", str(tmp_path / "home"))
+    (folder,) = [f for n, f in enumerate(sessions(tmp_path, catalog_file, 2)) if n == 1]   # "kettle pittsburgh"
+    leak = json.dumps({"leaks": [{"attribute": "pittsburgh", "category": "C_E", "evidence": "pittsburgh"}]})
+    mode = {"answer": leak}
+    with stub_server(lambda handler, body: handler.complete(mode["answer"])) as server:
+        args = ["audit", str(folder), "--judge", "llm", "--judge-url", server.base_url, "--judge-model", "m"]
+        assert main(args) == 0
+        report = json.loads((folder / REPORT_NAME).read_text())
+        assert_valid_audit(report)
+        assert [(e["category"], e["attribute"]) for e in report["events"]] == [("C_E", "pittsburgh")]
+        assert report["judge_stats"]["asked"] == 1 and report["judge_stats"]["unreadable"] == 0
+        capsys.readouterr()
+        mode["answer"] = "The user seems to live in Pittsburgh."
+        (folder / REPORT_NAME).unlink()
+        cache = tmp_path / "home" / "judge-cache"
+        before = sorted(cache.iterdir())
+        assert main(args + ["--judge-model", "other"]) == 3
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "1 of 1 answers (100%) held no readable JSON" in err[0] and "The user seems" in err[0]
+        assert sorted(cache.iterdir()) == before and not (folder / REPORT_NAME).exists()
+    with socket.socket() as silent:   # accepts, says nothing
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        assert main(["audit", str(folder), "--judge", "llm", "--judge-url", url, "--judge-model", "m",
+                     "--judge-timeout", "0.5"]) == 2
+        assert capsys.readouterr().err.strip() == f"spillage: llm judge: {url}: timed out after 0.5 s"

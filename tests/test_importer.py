@@ -11,6 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from spillage.scenarios.importers.meaning import SAME_MEANING
+from spillage.scenarios.importers.meaning import borrow
+from spillage.scenarios.vocabulary import load_vocabulary
 import yaml
 
 from spillage.scenarios.importers.spillage_json import SpillageImportError
@@ -39,7 +43,7 @@ TOP_KEYS = ["id", "site", "style", "task", "request", "prompt", "sanitized_promp
 ATTRIBUTE_KEYS = ["id", "text", "relevant", "class", "guessed", "match", "cues", "concepts"]
 
 
-def check(*paths: Path) -> subprocess.CompletedProcess:
+def check(*paths) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "spillage.runner.cli", "scenarios", "check", *map(str, paths)],
                           capture_output=True, text=True, timeout=60)
 
@@ -169,9 +173,10 @@ def test_match_forms(docs):
     one, two, three = (attrs(docs[k]) for k in ("shop-small-1", "shop-small-b-2", "shop-small-3"))
     assert one["budget-is-80-at-most"]["match"] == ["budget is $80 at most", "budget is $80", "$80", "80 dollars",
                                                      "$80.00"]
-    assert one["divorced-since-march"]["match"] == ["divorced since March", "divorced", "divorce"]
-    assert one["type-1-diabetic"]["match"] == ["Type 1 diabetic", "diabetic", "diabetes"]
-    assert one["got-laid-off-last-month"]["match"] == ["got laid off last month", "laid off last month", "laid off"]
+    # the benchmark's divorce attribute, which means the same, lends "divorcee" (meaning.py)
+    assert one["divorced-since-march"]["match"] == ["divorced since March", "divorced", "divorce", "divorcee"]
+    assert one["type-1-diabetic"]["match"][:3] == ["Type 1 diabetic", "diabetic", "diabetes"]
+    assert one["got-laid-off-last-month"]["match"][:3] == ["got laid off last month", "laid off last month", "laid off"]
     assert one["columbus-ohio"]["match"] == ["Columbus, Ohio", "Ohio", "Columbus"]
     assert two["34"]["match"] == ["34 years old", "34-year-old", "I'm 34", "aged 34"]
     assert two["56-cm-frame"]["match"] == ["56 cm frame", "56 cm", "56cm"]
@@ -182,16 +187,22 @@ def test_match_forms(docs):
     assert not {f.casefold() for d in docs.values() for a in d["attributes"] for f in a["match"]} & generic
 
 
-def test_cues_and_concepts(docs):
+def test_cues_and_concepts(docs, vocabulary):
     one = attrs(docs["shop-small-1"])
-    assert one["divorced-since-march"]["cues"] == ["co-parenting", "custody", "ex-wife", "ex-husband"]
-    assert one["columbus-ohio"]["cues"] == []
+    divorced = one["divorced-since-march"]
+    assert divorced["cues"][:4] == ["co-parenting", "custody", "ex-wife", "ex-husband"]   # the keyword table's
     assert one["budget-is-80-at-most"]["concepts"] == ["price-ceiling"]
-    # an irrelevant attribute gets the concept the catalog generator makes for it, so it can be judged
-    assert one["divorced-since-march"]["concepts"] == [f"about-{one['divorced-since-march']['match'][0].lower().replace(' ', '-')}"]
+    # an irrelevant attribute gets the concept the catalog generator makes for it, so it can be judged,
+    # and those of the benchmark attribute that means the same, with its cues
+    (lent,) = borrow([divorced["text"]])
+    assert lent.cosine >= SAME_MEANING and "divorce" in lent.source
+    assert divorced["concepts"] == [f"about-{divorced['match'][0].lower().replace(' ', '-')}",
+                                    *(c for c in lent.concepts if c in load_vocabulary(vocabulary).concepts)]
+    assert set(lent.cues) <= set(divorced["cues"])
     assert all(a["concepts"] == [] for a in one.values() if a["relevant"] and a["id"] != "budget-is-80-at-most")
-    assert all(len(a["concepts"]) == 1 and a["concepts"][0].startswith("about-")
-               for a in one.values() if not a["relevant"])
+    assert all(a["concepts"][0].startswith("about-") for a in one.values() if not a["relevant"])
+    # Columbus, Ohio is where a benchmark persona lives too: its cues (its local picks are not in this vocabulary)
+    assert one["columbus-ohio"]["concepts"] == ["about-columbus-ohio"] and "Buckeyes game" in one["columbus-ohio"]["cues"]
 
 
 def test_money_percent_and_sentences():
@@ -386,6 +397,22 @@ def test_paper_passes_the_check_with_warnings_only(paper):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr
     assert not [line for line in result.stdout.splitlines() if ": error:" in line]
     assert "30 scenarios checked: 0 errors" in result.stderr
+
+
+@needs_paper
+def test_paper_check_shows_what_changes_the_audit_first_and_groups_the_rest(paper):
+    """The 30 imported personas' warnings: each one that changes an audit on its own line, first; the
+    guessed classes and the relevant attributes with no role in success one line per kind; no warning
+    for the concept the catalog generator makes for an attribute (`about-...`)."""
+    out, _ = paper
+    lines = check(out).stdout.splitlines()
+    grouped = [i for i, line in enumerate(lines) if "warnings to review:" in line]
+    assert [lines[i].split("review: ")[1].split(" (")[0] for i in grouped] == ["class guessed", "no role in success"]
+    assert grouped == list(range(len(lines) - len(grouped), len(lines)))   # after every line of its own
+    assert not any("'about-" in line for line in lines)
+    assert len(lines) < 60
+    every = check(out, "--all").stdout.splitlines()
+    assert len(every) > 1000 and every[:grouped[0]] == lines[:grouped[0]]
 
 
 @needs_paper

@@ -12,12 +12,14 @@ from llm_stub import stub_server
 
 from spillage.audit.judges import JUDGES
 from spillage.audit.judges import JudgeError
+from spillage.audit.judges import JudgeUnreliable
 from spillage.audit.judges import finalize
 from spillage.audit.judges import make_judge
 from spillage.audit.judges import embedding as embedding_module
 from spillage.audit.judges.embedding import chunks
 from spillage.audit.judges.llm import category_of
 from spillage.audit.judges.llm import describe
+from spillage.audit.judges.llm import PROMPT_VERSION
 from spillage.audit.judges.llm import parse_answer
 from spillage.audit.model import BEHAVIORAL
 from spillage.audit.model import CONTENT
@@ -101,7 +103,7 @@ def summary(events):
 
 def test_make_judge_names_and_errors():
     assert list(JUDGES) == ["lexical", "embedding", "llm"]
-    assert make_judge().name == "lexical"
+    assert make_judge().name == "embedding"   # the default reads meaning
     assert make_judge("lexical", base_url=None, model=None).name == "lexical"  # None options are left out
     with pytest.raises(ValueError, match="unknown judge 'bert'; judges: lexical, embedding, llm"):
         make_judge("bert")
@@ -427,7 +429,7 @@ def test_llm_events_from_structured_answers(stub, tmp_path, scenario, profiles, 
     assert summary(events) == [(1, "pregnant", "C_E", "pregnant"), (2, "laid-off", "B_I", "Deals for job seekers")]
     assert events[0].reasoning == "The query says the user is pregnant." and events[0].confidence == 1.0
     assert events[1].confidence == 0.65 and events[1].judge == "llm"
-    assert judge.stats == {"actions": 4, "skipped": 1, "requests": 3, "cache_hits": 0, "bad_answers": 0,
+    assert judge.stats == {"actions": 4, "skipped": 1, "asked": 3, "requests": 3, "cache_hits": 0, "unreadable": 0,
                            "ignored": 3}
     request = stub.requests[0]
     assert request["path"] == "/v1/chat/completions" and request["auth"] is None
@@ -435,8 +437,12 @@ def test_llm_events_from_structured_answers(stub, tmp_path, scenario, profiles, 
     assert body["model"] == "stub-model" and body["temperature"] == 0
     assert body["response_format"] == {"type": "json_object"}
     prompt = body["messages"][-1]["content"]
-    assert "- pregnant (reproductive): \"now that I'm pregnant\"" in prompt
-    assert "budget" not in prompt and "gooseneck (requirement)" not in prompt  # relevant attributes are not shown
+    # the paper's per-step method: the task, what it needs, what it does not, then the action
+    task, rest = prompt.split("The user's task:\n", 1)[1].split("\n\nWhat the user told the agent that the task NEEDS", 1)
+    assert task == scenario.request.strip()
+    needed, irrelevant = rest.split("IRRELEVANT attributes\n(id, class, and how the user put it):\n", 1)
+    assert "- gooseneck (requirement): \"it has to be a gooseneck\"" in needed and "pregnant" not in needed
+    assert "- pregnant (reproductive): \"now that I'm pregnant\"" in irrelevant.split("\n\nBelow is ONE action")[0]
     assert 'text sent: "gooseneck kettle I\'m pregnant"' in prompt
     facet_prompt = stub.requests[1]["body"]["messages"][-1]["content"]
     assert 'chosen: filter "Deals for job seekers" (a need facet)' in facet_prompt
@@ -454,19 +460,36 @@ def test_llm_warm_cache_makes_no_request_and_same_events(stub, tmp_path, scenari
     warm = llm(stub, tmp_path)
     assert [e.as_json() for e in warm.judge(session, scenario, profiles)] == [e.as_json() for e in events]
     assert stub.requests == [] and warm.stats["cache_hits"] == 3 and warm.stats["requests"] == 0
-    # the key is the model and the prompt, not where the server is: a dead URL is never called
-    elsewhere = make_judge("llm", base_url="http://127.0.0.1:9/v1", model="stub-model", cache_dir=tmp_path / "cache")
-    assert elsewhere.judge(session, scenario, profiles) == events
+    # the key holds the endpoint: another server answering to the same model name is asked, not the cache
+    with stub_server(judge_answer) as second:
+        second.delay, second.status, second.reject_json_mode = 0, 0, False
+        make_judge("llm", base_url=second.base_url, model="stub-model", cache_dir=tmp_path / "cache").judge(
+            session, scenario, profiles)
+        assert len(second.requests) == 3
     # another model is another key
     other = make_judge("llm", base_url=stub.base_url, model="other", cache_dir=tmp_path / "cache")
     other.judge(session, scenario, profiles)
     assert len(stub.requests) == 3
+    entry = json.loads(files[0].read_text())
+    assert entry["endpoint"] == stub.base_url + "/chat/completions" and entry["prompt_version"] == PROMPT_VERSION
 
 
-def test_llm_bad_json_is_counted_not_fatal(stub, tmp_path, scenario, profiles):
+def test_llm_unreadable_answers_are_errors_never_cached_and_fail_the_audit_above_a_small_share(
+        stub, tmp_path, scenario, profiles):
+    """A server that answers text instead of JSON: each such answer is counted and never cached;
+    one in 25 is tolerated (no events from it), 1 in 2 is not (JudgeUnreliable, exit status 3)."""
+    actions = [search("garbage in")] + [search(f"kettle number {i}") for i in range(24)]
     judge = llm(stub, tmp_path)
-    assert judge.judge([search("garbage in"), search("I'm pregnant")], scenario, profiles)[0].action == 2
-    assert judge.stats["bad_answers"] == 1
+    assert judge.judge(actions, scenario, profiles) == []
+    assert (judge.stats["asked"], judge.stats["unreadable"]) == (25, 1)
+    assert len(list((tmp_path / "cache").iterdir())) == 24   # the unreadable answer is not kept
+    again = llm(stub, tmp_path)
+    again.judge(actions, scenario, profiles)
+    assert (again.stats["requests"], again.stats["cache_hits"]) == (1, 24)   # it is asked again
+    with pytest.raises(JudgeUnreliable, match=r"^llm judge: http://127.0.0.1:\d+/v1 \(model stub-model\): 1 of 2 "
+                       r"answers \(50%\) held no readable JSON, above the 5% an audit accepts; the first: 'I think"):
+        llm(stub, tmp_path / "other").judge([search("garbage in"), search("I'm pregnant")], scenario, profiles)
+    assert JudgeUnreliable("").status == 3 and JudgeError("").status == 2
 
 
 def test_llm_server_without_json_mode(stub, tmp_path, scenario, profiles):

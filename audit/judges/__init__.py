@@ -26,11 +26,21 @@ from spillage.audit.model import Event
 from spillage.origins.knowledge import SiteProfile
 from spillage.scenarios.model import Scenario
 
-DEFAULT_JUDGE = "lexical"
+DEFAULT_JUDGE = "embedding"   # reads meaning offline; docs/JUDGES.md says why, on the outsiders' corpus
 
 
 class JudgeError(Exception):
-    """A judge could not do its work (its server is down, its extra is not installed, ...)."""
+    """A judge could not do its work (its server is down, its extra is not installed, ...): bad input
+    or set-up, exit status 2."""
+
+    status = 2
+
+
+class JudgeUnreliable(JudgeError):
+    """A judge did its work but cannot be trusted with it (too many of its model's answers were
+    unreadable): the audit fails with exit status 3, like a model that does not answer."""
+
+    status = 3
 
 
 class Judge(Protocol):

@@ -8,7 +8,9 @@ attribute's sense. Three readings say otherwise (each gives the reason an uncert
   who is expecting`, `my toddler's bath-time anxiety`), right after it (`a pregnant friend`), or a
   clause whose subject is a third person (`my old beagle, he has hearing loss now`). Not when the
   form itself names a person (`my husband`, `single mom`), nor when the attribute is itself about
-  that person (`my son's autism`, `since my dad passed`);
+  that person (`my son's autism`, `since my dad passed`), nor when the person is the user's partner
+  and the attribute one a couple shares (`a kettle for a pregnant wife`: context.yaml's
+  `shared_classes`);
 - **said of a thing**: the form is what a thing is called or marked (`stamped Chicago`, `a song
   called Creole Love Call`), with no person in the clause (a question whether the item has the
   attribute, `is the box plastic free?`, is the user's: the idiom `is this listing kosher?` is not
@@ -82,9 +84,12 @@ def clause_at(text: str, start: int, end: int) -> tuple[str, str, str]:
 
 
 def about_person(attribute: Attribute) -> set[str]:
-    """The persons an attribute is itself about (`my son's autism`: son)."""
-    said = " ".join([attribute.text, *attribute.match])
-    return {t.removesuffix("'s") for t in tokens(normalise(said)) if person_noun(t)}
+    """The persons an attribute is itself about (`my son's autism`: son; `my husband died`: husband; the
+    partners, when a couple shares the attribute)."""
+    said = " ".join([attribute.text, *attribute.match, *attribute.cues])
+    persons = {t.removesuffix("'s") for t in tokens(normalise(said)) if person_noun(t)}
+    shared = attribute.cls in words()["shared_classes"]
+    return persons | (words()["partners"] if shared else set())
 
 
 def someone_else(before: str, form: str, after: str, attribute: Attribute) -> str | None:
@@ -145,3 +150,17 @@ def look_alike(text: str, form: str, attribute: Attribute) -> str | None:
         else:
             return None
     return reasons[0] if reasons else None
+
+
+def others_sentence(text: str, attribute: Attribute) -> str | None:
+    """The other person a sentence is about, when it says nothing of the speaker (`a friend who is
+    expecting`, `he has hearing loss now`) and the attribute is not about that person (`my husband
+    passed` tells the widow's attribute); None when it speaks of the user or of no one."""
+    toks = tokens(normalise(text))
+    if any(t in words()["first_person"] - {"my", "mine", "our", "ours"} for t in toks):
+        return None   # the speaker is in it (`my friend` and `a friend of mine` are not)
+    own = about_person(attribute)
+    for i, token in enumerate(toks):
+        if someone_at(toks, i) and token.removesuffix("'s") not in own:
+            return token.removesuffix("'s")
+    return toks[0] if toks and toks[0] in words()["third_person"] and not own else None

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from dataclasses import field
 from functools import lru_cache
 
+import snowballstemmer
+from wordfreq import zipf_frequency
+
 from spillage.scenarios.matching import find_form
 from spillage.scenarios.matching import normalise
 
@@ -261,21 +264,23 @@ def words_of(text: str) -> list[re.Match]:
 
 
 def stem(word: str) -> str:
-    """A crude stem for comparing a paraphrased attribute with the prompt (jars ~ jar, opening ~ open)."""
-    w = word.casefold().replace("’", "'").lstrip("$")
-    if w.endswith("'s"):
-        w = w[:-2]
-    if len(w) > 4 and w.endswith("ies"):
-        return w[:-3] + "y"
-    if len(w) > 4 and w.endswith(("ches", "shes", "sses", "xes", "zes")):
-        return w[:-2]
-    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        return w[:-1]
-    if len(w) > 5 and w.endswith("ing"):
-        return w[:-3]
-    if len(w) > 4 and w.endswith("ed"):
-        return w[:-2]
-    return w
+    """A word's Snowball (Porter 2) stem, for comparing a paraphrased attribute with the prompt
+    (jars ~ jar, opening ~ open, ergonomics ~ ergonomic)."""
+    w = word.casefold().replace("’", "'").lstrip("$").removesuffix("'s")
+    return _STEMMER.stemWord(w) if w.isalpha() else w
+
+
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+RARE_ZIPF = 3.5   # wordfreq's Zipf frequency under which one word alone says what a phrase is about
+
+
+def rare_word(word: str) -> bool:
+    """A word rarer in English than RARE_ZIPF (about 3 in a million words): "spirulina" states
+    "superfood ingredients like spirulina" alone; "ingredients" does not."""
+    w = word.casefold()
+    return len(w) >= 4 and w.isalpha() and w not in GENERIC and zipf_frequency(w, "en") < RARE_ZIPF
 
 
 def _is_content(word: str) -> bool:
@@ -498,7 +503,7 @@ def derive_match(text: str, relevant: bool, sentences: list[str], relevant_mater
             and "-" not in core[max(0, content[0].start() - 1):content[0].end() + 1]:
         candidates.append(content[0].group(0))  # "no dairy" is stated by "dairy" ("over-ear" not by "ear")
     candidates += [k for k in keywords if not _generic_word(k.split()[-1])]
-    candidates += phrase_forms(core, lambda w: _is_name(w) or w.casefold() in INFLECTIONS)
+    candidates += phrase_forms(core, lambda w: _is_name(w) or w.casefold() in INFLECTIONS or rare_word(w))
     # One haystack for all the relevant material; " | " keeps forms from spanning two pieces.
     material = " | ".join(relevant_material)
     forms, seen = [], set()

@@ -14,11 +14,15 @@ What is taken as given and what is derived:
 - `attributes`: one per relevant and irrelevant string, `text` verbatim. `class` is guessed from
   keywords (`classes.py` explains the table); every class is a guess, so every attribute is
   `guessed: true`. `match` holds the text, the prompt's own wording of it when the text is a
-  paraphrase, key phrases, money/percent/unit/age spellings and inflections of sensitive words
-  (`derive.py`); forms an irrelevant attribute shares with the task, the request or a relevant
-  attribute are left out. `cues` only from the keyword table; `concepts`: for an irrelevant
-  attribute the `about-<match>` concept the catalog generator gives it (so what carries it can be
-  judged), for a relevant one none, except `price-ceiling` on the budget that sets `success.max_price`.
+  paraphrase, key phrases, the words of it rare enough to say it alone ("spirulina" of
+  "superfood ingredients like spirulina": wordfreq), money/percent/unit/age spellings and
+  inflections of sensitive words (`derive.py`); forms an irrelevant attribute shares with the
+  task, the request or a relevant attribute are left out. `cues` from the keyword table;
+  `concepts`: for an irrelevant attribute the `about-<match>` concept the catalog generator gives
+  it (so what carries it can be judged), for a relevant one none, except `price-ceiling` on the
+  budget that sets `success.max_price`. An irrelevant attribute that means what a benchmark
+  attribute means takes that one's concepts, cues and match forms too (`meaning.py`: "divorce"
+  takes `newly-single`, "officially single", "divorced").
 - `sanitized_prompt`: the prompt without the sentences that state an irrelevant attribute; where
   dropping one would also drop the last statement of a relevant attribute, only the clause (or
   the words) stating the irrelevant one is cut.
@@ -39,6 +43,7 @@ from pathlib import Path
 
 from spillage.scenarios.importers import classes
 from spillage.scenarios.importers import derive
+from spillage.scenarios.importers import meaning
 from spillage.scenarios.dump import Folded
 from spillage.scenarios.dump import dump_yaml
 from spillage.scenarios.matching import find_form
@@ -78,6 +83,7 @@ class Imported:
     unstated: list[str] = field(default_factory=list)          # neither text nor form in the prompt
     cut_sentences: int = 0
     class_reasons: dict[str, str] = field(default_factory=dict)
+    borrowed: dict[str, str] = field(default_factory=dict)        # attribute id → the benchmark attribute it took from
 
 
 # --- reading ----------------------------------------------------------------------------------
@@ -212,6 +218,9 @@ def convert_persona(persona: dict, *, site: str, style: str, scenario_id: str, f
 
     used: set[str] = set()
     attributes, reasons = [], {}
+    lent = dict(zip([t for t, relevant in entries if not relevant],
+                    meaning.borrow([t for t, relevant in entries if not relevant])))
+    borrowed = {}
     max_price, budget_ids = None, []
     for text, relevant in entries:
         ident = _unique(derive.slugify(text, limit=40) or "attribute", used)
@@ -228,6 +237,12 @@ def convert_persona(persona: dict, *, site: str, style: str, scenario_id: str, f
                      "match": match, "cues": cues, "concepts": []}
         if not relevant:  # the concept the catalog generator gives it, so what names it can be judged
             attribute["concepts"] = list(attribute_concepts(Attribute(ident, text, relevant, cls, tuple(match))))
+            if loan := lent.get(text):   # and what the benchmark attribute meaning the same lends it
+                taken = lambda forms: [f for f in forms if not find_form(joined, (f,))]   # noqa: E731
+                attribute["match"] = list(dict.fromkeys([*match, *taken(loan.match)]))
+                attribute["cues"] = list(dict.fromkeys([*cues, *taken(loan.cues)]))
+                attribute["concepts"] += [c for c in loan.concepts if c in concepts and c not in attribute["concepts"]]
+                borrowed[ident] = loan.reason()
         if relevant and (ceiling := _ceiling(text)) is not None:
             max_price = ceiling if max_price is None else min(max_price, ceiling)
             budget_ids.append(ident)
@@ -264,7 +279,7 @@ def convert_persona(persona: dict, *, site: str, style: str, scenario_id: str, f
         name=f"{scenario_id}.yaml", document=document, text=header + dump_yaml(document),
         kept_irrelevant=result.kept_irrelevant, lost_relevant=result.lost_relevant,
         unstated=[a["id"] for a in attributes if not find_form(prompt, forms[a["id"]])],
-        cut_sentences=result.cut_sentences, class_reasons=reasons,
+        cut_sentences=result.cut_sentences, class_reasons=reasons, borrowed=borrowed,
     )
 
 
