@@ -12,9 +12,11 @@ consistency proof from the signed one. Prints one line per measurement and its r
 newest session under runs/, or `--source`; without one, tests/corpus/sessions/s01-kettle-oversharer
 with the bodies a real session carries, as bench/bench_audit.py makes them) through the real
 CaptureWriter, then runs `sha256sum` (A) and `spillage verify` (B) on it in interleaved rounds
-(A B, B A, ...), and prints the medians, the throughput ratio B/A, the peak memory of verify (the
-largest process, and all its processes together, sampled every 20 ms) and the load average: on a loaded
-machine only the same-run ratio means anything. `--keep DIR` keeps (or reuses) the capture there.
+(A B, B A, ...), and prints the medians of wall and CPU time (user and system, verify's workers
+included), the ratios B/A by CPU time (what stays stable on a busy machine) and by wall time, the
+peak memory of verify (the largest process, and all its processes together, sampled every 20 ms) and
+the load average: on a loaded machine only the same-run ratio means anything. `--keep DIR` keeps
+(or reuses) the capture there.
 """
 
 import argparse
@@ -171,11 +173,24 @@ def tree_rss_mb(pid: int) -> float:
     return total / MB
 
 
-def run_verify(session: Path) -> tuple[float, float, str]:
-    """`spillage verify SESSION` as a user runs it: seconds, peak MB of all its processes together,
-    and what it printed."""
+def children_cpu() -> float:
+    """CPU seconds (user and system) of this process's children that have ended, theirs included."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def run_sha256sum(log: Path) -> tuple[float, float]:
+    """`sha256sum LOG`: seconds and CPU seconds."""
+    began, cpu = time.perf_counter(), children_cpu()
+    subprocess.run(["sha256sum", str(log)], check=True, capture_output=True)
+    return time.perf_counter() - began, children_cpu() - cpu
+
+
+def run_verify(session: Path) -> tuple[float, float, float, str]:
+    """`spillage verify SESSION` as a user runs it: seconds, CPU seconds (its workers' included), peak MB
+    of all its processes together, and what it printed."""
     spillage = Path(sys.executable).parent / "spillage"
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), children_cpu()
     proc = subprocess.Popen([str(spillage), "verify", str(session)], stdout=subprocess.PIPE, text=True)
     peak = 0.0
 
@@ -188,11 +203,11 @@ def run_verify(session: Path) -> tuple[float, float, str]:
     sampler = threading.Thread(target=sample)
     sampler.start()
     out, _ = proc.communicate()
-    seconds = time.perf_counter() - began
+    seconds, cpu = time.perf_counter() - began, children_cpu() - cpu
     sampler.join()
     if proc.returncode != 0:
         sys.exit(f"bench: spillage verify failed:\n{out}")
-    return seconds, peak, out.strip()
+    return seconds, cpu, peak, out.strip()
 
 
 def big(target_mb: float, rounds: int, source: Path | None, keep: Path | None) -> None:
@@ -207,25 +222,32 @@ def big(target_mb: float, rounds: int, source: Path | None, keep: Path | None) -
         log = session / LOG_NAME
         size_mb = log.stat().st_size / MB
         started = loadavg()
-        sha, ours, peaks, printed = [], [], [], ""
+        sha, ours, sha_cpu, our_cpu, peaks, printed = [], [], [], [], [], ""
         for n in range(rounds):
             for which in ("AB" if n % 2 == 0 else "BA"):
                 if which == "A":
-                    sha.append(timed(lambda: subprocess.run(["sha256sum", str(log)], check=True,
-                                                            capture_output=True))[0])
+                    seconds, cpu = run_sha256sum(log)
+                    sha.append(seconds)
+                    sha_cpu.append(cpu)
                 else:
-                    seconds, peak, printed = run_verify(session)
+                    seconds, cpu, peak, printed = run_verify(session)
                     ours.append(seconds)
+                    our_cpu.append(cpu)
                     peaks.append(peak)
         largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     a, b = statistics.median(sha), statistics.median(ours)
     per_round = statistics.median(x / y for x, y in zip(sha, ours))
     print(f"verify, {size_mb:.1f} MB signed capture ({printed.split(',')[0]}); {rounds} rounds; "
           f"load {started} -> {loadavg()}")
-    print(f"  A sha256sum        {a:7.2f} s {size_mb / a:7.1f} MB/s  (rounds: {', '.join(f'{s:.2f}' for s in sha)})")
-    print(f"  B spillage verify  {b:7.2f} s {size_mb / b:7.1f} MB/s  (rounds: {', '.join(f'{s:.2f}' for s in ours)})")
-    print(f"  ratio B/A throughput {a / b:.2f} (median of rounds {per_round:.2f}); verify's peak memory "
-          f"{max(peaks):.0f} MB, all its processes together (the largest one process of the run: {largest:.0f} MB)")
+    for name, wall, cpu in (("A sha256sum", sha, sha_cpu), ("B spillage verify", ours, our_cpu)):
+        print(f"  {name:<18} {statistics.median(wall):7.2f} s {size_mb / statistics.median(wall):7.1f} MB/s, "
+              f"CPU {statistics.median(cpu):6.2f} s  (rounds: {', '.join(f'{s:.2f}' for s in wall)}; "
+              f"CPU {', '.join(f'{s:.2f}' for s in cpu)})")
+    print(f"  ratio B/A by CPU time {statistics.median(sha_cpu) / statistics.median(our_cpu):.2f} (median of rounds "
+          f"{statistics.median(x / y for x, y in zip(sha_cpu, our_cpu)):.2f}); by wall time {a / b:.2f} (median of "
+          f"rounds {per_round:.2f})")
+    print(f"  verify's peak memory {max(peaks):.0f} MB, all its processes together (the largest one process of the "
+          f"run: {largest:.0f} MB)")
 
 
 def main() -> None:

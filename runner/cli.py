@@ -16,14 +16,10 @@ from spillage.runner.console import progress
 from spillage.runner.console import spillage_home
 from spillage.runner.model_spec import MODEL_HELP
 from spillage.audit.guard_policy import MODES as GUARD_MODES
-from spillage.audit.judges import DEFAULT_JUDGE
+from spillage.audit.judge_default import DEFAULT_JUDGE
 
 
 def cmd_run(args) -> int:
-    from spillage.audit.session_audit import AuditError
-    from spillage.audit.session_audit import audit_session
-    from spillage.audit.session_audit import summary_text
-    from spillage.audit.session_audit import write_report
     from spillage.runner.model_spec import ModelSpecError
     from spillage.runner.model_spec import parse_model
     from spillage.proxy.layout import check_session_name
@@ -81,6 +77,11 @@ def cmd_run(args) -> int:
                  "says why")
         return 1
     if args.audit:
+        from spillage.audit.session_audit import AuditError   # the audit's modules: once the run is over
+        from spillage.audit.session_audit import audit_session
+        from spillage.audit.session_audit import summary_text
+        from spillage.audit.session_audit import write_report
+
         try:
             report = audit_session(result.session_dir, home=spillage_home(args))
         except AuditError as e:

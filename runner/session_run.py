@@ -13,7 +13,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from spillage.origins.catalog import with_benchmark
 from spillage.origins.catalog_store import stored_catalog
 from spillage.proxy.capturelog import utc_timestamp
 from spillage.proxy.layout import AGENT_OUTCOME
@@ -226,11 +225,31 @@ def run_agent(agent: AgentSpec, env: dict, work: Path, timeout: float, log=print
         signal.signal(signal.SIGINT, previous)
 
 
-def catalog_scenarios(scenario: Scenario) -> tuple[list[Scenario], bool]:
-    """The scenarios a session's catalog is built from, and whether `scenario` is not the benchmark's:
-    then it takes the place of its persona's scenarios, so the sites carry its surfaces."""
+def catalog_scenarios(scenario: Scenario) -> tuple[list[Scenario] | None, bool]:
+    """The scenarios a session's catalog is built from (stored_catalog's `scenarios`), and whether `scenario`
+    is not the benchmark's. One of the benchmark's own, as its file holds it, gives (None, False): the
+    benchmark's catalog, which a run finds by the hash of the benchmark's files without reading them.
+    Another takes the place of its persona's scenarios, so the sites carry its surfaces."""
+    if benchmark_own(scenario):
+        return None, False
+    from spillage.origins.catalog import with_benchmark
+
     scenarios = with_benchmark([scenario])
     return scenarios, any(s is scenario for s in scenarios)
+
+
+def benchmark_own(scenario: Scenario) -> bool:
+    """True when `scenario` is one of the benchmark's, as its file (one of the benchmark's) holds it now: then
+    the benchmark with it in place of its persona's scenarios is the benchmark (origins.catalog.with_benchmark),
+    and only its own file is read to know it."""
+    from spillage.scenarios.files import BENCHMARK_DIRS
+    from spillage.scenarios.files import scenario_files
+    from spillage.scenarios.loader import load_file
+
+    path = Path(scenario.file)
+    if not scenario.file or path.resolve() not in {p.resolve() for p in scenario_files(BENCHMARK_DIRS)}:
+        return False
+    return scenario in load_file(path)
 
 
 def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,

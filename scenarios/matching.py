@@ -29,8 +29,6 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import NamedTuple
 
-import lemminflect
-
 from spillage.proxy.reading.text import folded
 
 _STRAIGHTEN = str.maketrans({
@@ -129,6 +127,8 @@ def _inflections(word: str) -> list[str]:
     (`catholic`, not `new`), the plural its rules make of the noun (`crohns`, `catholics`)."""
     if not re.fullmatch(r"[a-z]{3,}", word):
         return [word]
+    import lemminflect  # here: it brings numpy (a third of a second), which loading a scenario needs not
+
     lexicon = lemminflect.getAllInflections(word)
     forms = [f for tagged in lexicon.values() for f in tagged]
     if set(lexicon) <= {"JJ"}:

@@ -20,13 +20,13 @@ import inspect
 from typing import Callable
 from typing import Protocol
 
+from spillage.audit.judge_default import DEFAULT_JUDGE
 from spillage.audit.model import CATEGORIES
 from spillage.audit.model import Action
 from spillage.audit.model import Event
 from spillage.origins.knowledge import SiteProfile
 from spillage.scenarios.model import Scenario
 
-DEFAULT_JUDGE = "embedding"   # reads meaning offline; docs/JUDGES.md says why, on the outsiders' corpus
 
 
 class JudgeError(Exception):
