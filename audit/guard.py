@@ -41,6 +41,7 @@ from spillage.audit.judges.lexical import profile_of
 from spillage.audit.model import B_I
 from spillage.audit.model import C_E
 from spillage.audit.model import C_I
+from spillage.audit.observers import registrable_domain
 from spillage.audit.riding import Riders
 from spillage.origins.knowledge import SiteProfile
 from spillage.origins.knowledge import profile_for
@@ -208,14 +209,15 @@ class Guard:
     # --- reading a request -------------------------------------------------------------------
 
     def observer(self, request: http.Request) -> str:
-        """first_party when the request goes to the site of the page it came from (or is a
-        navigation with no page), else third_party."""
+        """first_party when the request goes to the site (the registrable domain) of the page it came
+        from (or is a navigation with no page), else third_party."""
         page = request.headers.get("origin") or request.headers.get("referer") or ""
         try:
             page_host = (urlsplit(page).hostname or "").lower()
         except ValueError:
             page_host = "?"   # a page no one can name is not the site's own
-        return "first_party" if not page_host or page_host == request.pretty_host.lower() else "third_party"
+        own = not page_host or registrable_domain(page_host) == registrable_domain(request.pretty_host)
+        return "first_party" if own else "third_party"
 
     def response(self, host: str, headers) -> None:
         """A response passed: the cookies it set are the site's own, not text of the agent's."""
