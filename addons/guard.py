@@ -187,7 +187,7 @@ class ConnectionGuard:
                     why = "connect refused: a live host is reached by the HTTP requests let through, nothing else"
                 elif (why := await self.connect_live(data)) is None:
                     return
-            data.server.error = "spillage: egress refused: no server connection but to the origins"
+            data.server.error = f"spillage: egress {why or 'refused: no server connection but to the origins'}"
             self.record(data.server.id, address, self.first_bytes.pop(data.client.id, b""), why)
             self.answered.add(data.client.id)
         except Exception as exc:  # noqa: BLE001 - fail closed

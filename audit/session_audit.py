@@ -178,14 +178,15 @@ def build_actions(session_dir: Path, profiles, limit: int | None, model_calls: M
 
 
 def observers(actions, events, first_party: str) -> list[dict]:
-    """Every observer of an action: its domain, party and organisation, and what it received (the leak
-    events it saw, by category, and the irrelevant attributes they name)."""
+    """Every observer of an action or a leak (a tracker that what was typed rode along to): its domain,
+    party and organisation, how many actions it saw, and what it received (the leak events it saw, by
+    category, and the irrelevant attributes they name)."""
     seen = Counter(o for a in actions for o in a.observers)
     occurrences = by_observer(events)
-    return [{**describe_observer(o), "party": observer_party(o, first_party), "actions": n,
+    return [{**describe_observer(o), "party": observer_party(o, first_party), "actions": seen.get(o, 0),
              "received": {"occurrences": occurrences.get(o, {}),
                           "attributes": sorted({e.attribute.id for e in events if o in e.observers})}}
-            for o, n in sorted(seen.items())]
+            for o in sorted({*seen, *occurrences})]
 
 
 def by_observer(events) -> dict[str, dict[str, int]]:

@@ -177,8 +177,8 @@ def test_a_live_host_is_reached_and_every_request_and_response_is_captured(live_
     assert amazon.requests[-1]["path"] == "/s?k=kettle+safe+when+pregnant"
     assert tracker.requests[-1]["body"] == b"ep.search_term=kosher+kettle"
     log = records(live_stack)
-    start = log[0]
-    assert start["kind"] == "session_start" and start["options"]["live"] == internet.live()
+    start = next(r for r in log if r["kind"] == "session_start")   # after the signer's record, before any traffic
+    assert start["seq"] == 1 and start["options"]["live"] == internet.live()
     assert start["options"]["live_map"] == str(internet.map_file)
     sent = {r["url"]: r for r in log if r["kind"] == "request"}
     search = sent[internet.url("www.amazon.com") + "/s?k=kettle+safe+when+pregnant"]
@@ -199,7 +199,7 @@ def test_a_bad_certificate_and_dns_rebinding_are_refusals_with_a_record(live_sta
         assert (outside.connections, bytes(outside.received)) == (0, b"")
     reasons = [r["reason"] for r in blocked(live_stack)]
     assert any(r.startswith("tls refused: the certificate of the live host images.amazon.com does not verify")
-               and "certificate verify failed" in r for r in reasons), reasons
+               and "certificate verify failed" in r.lower() for r in reasons), reasons
     assert any("rebind.amazon.com resolves to 127.0.0.2, not only to public addresses" in r for r in reasons), reasons
 
 
@@ -329,7 +329,8 @@ def test_the_guard_stops_the_leaks_to_live_hosts(tmp_path, internet):
     said = b"".join(r["path"].encode() + r["body"] for r in [*amazon.requests[seen[0]:], *tracker.requests[seen[1]:]])
     assert b"pregnant" not in said and b"kosher" not in said
     assert report["summary"]["leaked_attributes"] == []
-    assert report["guard"]["blocked"] >= 2
+    assert report["guard"]["by_action"] == {"block": 3}   # the two searches and the tracker's event
+    assert report["guard"]["by_observer"] == {"first_party": 2, "third_party": 1}
 
 
 def test_run_and_proxy_start_refuse_a_bad_live_pattern_in_one_line(tmp_path):
