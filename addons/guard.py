@@ -174,44 +174,52 @@ class ConnectionGuard:
         refusal["reason"] += f"; mitmproxy could not read it and answered 400 ({len(data)} bytes, the body)"
         self.write(f"client:{client.id}", method, target, host, port, data, refusal)
 
-    async def server_connect(self, data: ServerConnectionHookData) -> None:
+    def server_connect(self, data: ServerConnectionHookData):
         """Refuse the connection unless it goes to the origin, a model endpoint, or (for an HTTP request
-        let through) a live host at a public address."""
+        let through) a live host at a public address: for one, the coroutine that resolves its name,
+        which mitmproxy awaits before it connects."""
         try:
             if self.allowed(data.server.address):
-                return
-            address = data.server.address
-            why = None
+                return None
+            address, why = data.server.address, None
             if address and is_live(self.live, address[0], address[1]):
-                if data.client.id not in self.requesting:
-                    why = "connect refused: a live host is reached by the HTTP requests let through, nothing else"
-                elif (why := await self.connect_live(data)) is None:
-                    return
-            data.server.error = f"spillage: egress {why or 'refused: no server connection but to the origins'}"
-            self.record(data.server.id, address, self.first_bytes.pop(data.client.id, b""), why)
-            self.answered.add(data.client.id)
+                if data.client.id in self.requesting:
+                    return self.connect_live(data)
+                why = "connect refused: a live host is reached by the HTTP requests let through, nothing else"
+            self.refuse(data, why)
         except Exception as exc:  # noqa: BLE001 - fail closed
-            data.server.error = "spillage: egress refused: internal error"
-            record_failure(None, None, failure_message(self, "server_connect", exc))
-
-    async def connect_live(self, data: ServerConnectionHookData) -> str | None:
-        """Point the connection to a live host at the address its name resolves to, or say why not."""
-        host, port = data.server.address[0], data.server.address[1]
-        try:
-            if self.fake is not None:
-                found = self.fake.resolve(host)
-            else:
-                infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-                found = list(dict.fromkeys(info[4][0] for info in infos))
-        except OSError as e:
-            return f"connect refused: the live host {host} does not resolve ({e})"
-        reachable = self.fake.reachable if self.fake is not None else is_public
-        if not found or not all(reachable(a) for a in found):
-            return (f"connect refused: the live host {host} resolves to {', '.join(found)}, "
-                    "not only to public addresses (DNS rebinding)")
-        self.named[data.server.id] = (host, port)
-        data.server.address = (found[0], port)   # the SNI and the verified name stay the host's
+            self.failed(data, exc)
         return None
+
+    def refuse(self, data: ServerConnectionHookData, why: str | None) -> None:
+        data.server.error = f"spillage: egress {why or 'refused: no server connection but to the origins'}"
+        self.record(data.server.id, data.server.address, self.first_bytes.pop(data.client.id, b""), why)
+        self.answered.add(data.client.id)
+
+    def failed(self, data: ServerConnectionHookData, exc: Exception) -> None:
+        data.server.error = "spillage: egress refused: internal error"
+        record_failure(None, None, failure_message(self, "server_connect", exc))
+
+    async def connect_live(self, data: ServerConnectionHookData) -> None:
+        """Point the connection to a live host at the address its name resolves to, or refuse it."""
+        try:
+            host, port = data.server.address[0], data.server.address[1]
+            try:
+                if self.fake is not None:
+                    found = self.fake.resolve(host)
+                else:
+                    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                    found = list(dict.fromkeys(info[4][0] for info in infos))
+            except OSError as e:
+                return self.refuse(data, f"connect refused: the live host {host} does not resolve ({e})")
+            reachable = self.fake.reachable if self.fake is not None else is_public
+            if not found or not all(reachable(a) for a in found):
+                return self.refuse(data, f"connect refused: the live host {host} resolves to {', '.join(found)}, "
+                                         "not only to public addresses (DNS rebinding)")
+            self.named[data.server.id] = (host, port)
+            data.server.address = (found[0], port)   # the SNI and the verified name stay the host's
+        except Exception as exc:  # noqa: BLE001 - fail closed
+            self.failed(data, exc)
 
     def server_connected(self, data: ServerConnectionHookData) -> None:
         """A live connection is known by its name again, so that requests to that host reuse it."""
