@@ -254,6 +254,10 @@ def summary_text(report: dict) -> str:
         lines.append(f"guard: {g['interventions']} interventions ({acts}), {g['monitored']} only monitored; "
                      f"attempted {s['attempted_actions']} actions, events {sum(tried.values())} "
                      f"({', '.join(f'{k} {v}' for k, v in tried.items())}), OR {s['attempted_oversharing_rate']}")
+    for o in report.get("observers") or ():
+        who = ", ".join(x for x in (o["organisation"], o["category"]) if x) or "not in the tracker list"
+        lines.append(f"observer {o['observer']} ({o['domain']}, {o['party']}, {who}): {o['actions']} actions; "
+                     f"received {', '.join(o['received']['attributes']) or 'no irrelevant attribute'}")
     judged = report.get("judge_stats") or {}
     if judged.get("unreadable"):
         lines.append(f"judge: {judged['unreadable']} of {judged['asked']} answers held no readable JSON (no events "

@@ -319,6 +319,13 @@ def test_a_scripted_agent_on_live_sites_is_audited_by_observer_and_organisation(
     assert "laid-off" in observers["ebay.com"]["received"]["attributes"]
     assert observers["ebay.com"]["party"] == "third-party"
     assert report["tracker_list"]["name"] == "@ghostery/trackerdb"
+    shown = subprocess.run([*SPILLAGE, "inspect", str(session), "--html", str(tmp_path / "inspect.html")],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert "<td>www.google-analytics.com</td><td>google-analytics.com</td><td>third-party</td><td>Google</td>" in (
+        tmp_path / "inspect.html").read_text()
+    shown = subprocess.run([*SPILLAGE, "inspect", str(session)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert "observer www.google-analytics.com  google-analytics.com  third-party  Google  received kosher" in shown.stdout
 
 
 @pytest.mark.e2e
