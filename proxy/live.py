@@ -104,6 +104,28 @@ def live_meta(live: tuple[str, ...]) -> dict:
                      **({"resolver_map": os.environ[FAKE_INTERNET_ENV]} if os.environ.get(FAKE_INTERNET_ENV) else {})}}
 
 
+def session_live(session_dir: Path) -> list[str]:
+    """The live hosts a session allowed, as its signed `session_start` record names them (none for a
+    session without, or one imported or recorded before --live)."""
+    from spillage.proxy.capturelog import iter_records
+
+    for line in iter_records(Path(session_dir)):
+        if line.record.get("kind") == "session_start":
+            return list((line.record.get("options") or {}).get("live") or ())
+        if line.record.get("kind") not in ("signer", "import"):
+            break
+    return []
+
+
+def live_notice(session_dir: Path, what: str) -> str | None:
+    """The line that says `what` (an export, a proof) comes from a session on the real web, or None."""
+    live = session_live(session_dir)
+    if not live:
+        return None
+    return (f"{Path(session_dir).name} touched the real web (live hosts {', '.join(live)}): {what} holds real "
+            "sites' and third parties' traffic, and may hold the user's own cookies and credentials")
+
+
 def is_live(patterns: tuple[LivePattern, ...], host: str, port: int) -> bool:
     return any(p.matches(host, port) for p in patterns)
 

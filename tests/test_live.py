@@ -327,6 +327,19 @@ def test_a_scripted_agent_on_live_sites_is_audited_by_observer_and_organisation(
     shown = subprocess.run([*SPILLAGE, "inspect", str(session)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert "observer www.google-analytics.com  google-analytics.com  third-party  Google  received kosher" in shown.stdout
 
+    # a shareable file, and a proof of one leaking request, both saying the session touched the real web
+    for redact in ([], ["--redact-cookies"]):
+        exported = subprocess.run([*SPILLAGE, "export", str(session), "--format", "har", "--out",
+                                   str(tmp_path / "live.har"), *redact], capture_output=True, text=True, timeout=120)
+        assert exported.returncode == 0 and "touched the real web (live hosts www.amazon.com:" in exported.stderr
+        har = (tmp_path / "live.har").read_text()
+        assert ("131-0000000-0000000" in har) == (not redact)
+    assert "session-id=REDACTED; Domain=.amazon.com; Path=/; Secure" in har
+    leak = next(e for e in report["events"] if e["attribute"] == "pregnant")
+    proved = subprocess.run([*SPILLAGE, "prove", str(session), "--seq", str(leak["seq"])], capture_output=True,
+                            text=True, timeout=120)
+    assert proved.returncode == 0 and "touched the real web" in proved.stderr and "as captured" in proved.stderr
+
 
 @pytest.mark.e2e
 def test_the_guard_stops_the_leaks_to_live_hosts(tmp_path, internet):
