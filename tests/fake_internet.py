@@ -29,11 +29,17 @@ AMAZON_SEARCH = """<!doctype html><html><head><title>Amazon.com : {query}</title
   <h2 class="a-size-mini"><a class="a-link-normal s-link-style" href="/Gooseneck-Electric-Kettle-Variable/dp/B0TESTKTL1">
   <span class="a-size-medium a-text-normal">Gooseneck Electric Kettle, Variable Temperature, Cordless</span></a></h2>
   <span class="a-price"><span class="a-offscreen">$59.99</span></span></div>
-<div data-component-type="s-search-result" data-asin="B0TESTKTL2" class="s-result-item">
-  <h2 class="a-size-mini"><a class="a-link-normal s-link-style" href="/Kosher-Sabbath-Mode-Kettle/dp/B0TESTKTL2">
-  <span class="a-size-medium a-text-normal">Sabbath Mode Electric Kettle</span></a></h2>
+<div role="listitem" data-asin="B0TESTKTL2" data-index="2" data-component-type="s-search-result" class="s-result-item">
+  <h2 aria-label="Kosher Kitchen Electric Kettle" class="a-size-medium a-spacing-none a-color-base a-text-normal">
+  <span>Kosher Kitchen Electric Kettle, Keep Warm</span></h2>
+  <a class="a-link-normal s-no-outline" href="/dp/B0TESTKTL2"><img class="s-image" alt=""></a>
   <span class="a-price"><span class="a-offscreen">$89.00</span></span></div>
 </div>
+<div id="s-refinements"><ul><li id="p_n_feature_browse-bin/2229001" aria-label="Shabbat Mode" class="a-spacing-micro">
+  <span class="a-list-item"><a data-routing="" class="a-link-normal s-navigation-item" tabindex="-1"
+  href="/s?k={query_plus}&amp;rh=n%3A284507%2Cp_n_feature_browse-bin%3A2229001&amp;dc&amp;qid=1764660000">
+  <div class="a-checkbox"><label><input type="checkbox"><i class="a-icon a-icon-checkbox"></i></label></div>
+  <span class="a-size-base a-color-base">Shabbat Mode</span></a></span></li></ul></div>
 <script src="https://www.google-analytics.com:{tracker_port}/analytics.js"></script></body></html>"""
 
 EBAY_SEARCH = """<!doctype html><html><head><title>{query} | eBay</title></head><body>
@@ -158,7 +164,8 @@ class FakeInternet:
         tracker = Site("www.google-analytics.com", "127.0.0.5", ca, lambda path: (204, "text/plain", b""))
         self.sites = {
             "www.amazon.com": Site("www.amazon.com", "127.0.0.3", ca, lambda path: (200, "text/html; charset=utf-8",
-                                   AMAZON_SEARCH.format(query=query(path, "k"), tracker_port=tracker.port).encode())),
+                                   AMAZON_SEARCH.format(query=query(path, "k"), query_plus=query(path, "k").replace(" ", "+"),
+                                                        tracker_port=tracker.port).encode())),
             "www.ebay.com": Site("www.ebay.com", "127.0.0.4", ca, lambda path: (
                 200, "text/html; charset=utf-8", EBAY_SEARCH.format(query=query(path, "_nkw")).encode())),
             "www.google-analytics.com": tracker,

@@ -283,6 +283,8 @@ AGENT = textwrap.dedent("""\
         except OSError as e:
             print("refused", getattr(e, "code", e))
     go(amazon + "/s?k=gooseneck+kettle+safe+when+pregnant")
+    go(amazon + "/s?k=gooseneck+kettle&rh=n%3A284507%2Cp_n_feature_browse-bin%3A2229001")
+    go(amazon + "/dp/B0TESTKTL2")
     go(tracker + "/g/collect?v=2&en=view_search_results", b"ep.search_term=kosher+kettle+sabbath+mode",
        amazon + "/s?k=gooseneck+kettle")
     go(ebay + "/sch/i.html?_nkw=gooseneck+kettle+laid+off+budget")
@@ -317,6 +319,13 @@ def test_a_scripted_agent_on_live_sites_is_audited_by_observer_and_organisation(
     assert (tracker["domain"], tracker["party"], tracker["organisation"]) == ("google-analytics.com", "third-party", "Google")
     assert "kosher" in tracker["received"]["attributes"]
     assert "laid-off" in observers["ebay.com"]["received"]["attributes"]
+    # what the agent chose, labelled as the live pages showed it: a product opened by its ASIN alone, a
+    # refinement chosen by its number
+    chosen = {(a["what"], a["text"]): a["n"] for a in report["actions"]}
+    viewed = chosen[("view_product", "Kosher Kitchen Electric Kettle, Keep Warm")]
+    filtered = chosen[("filter", "Shabbat Mode")]
+    assert any(e["action"] == viewed and (e["category"], e["attribute"]) == ("B_E", "kosher") for e in report["events"])
+    assert any(e["action"] == filtered and (e["category"], e["attribute"]) == ("B_I", "kosher") for e in report["events"])
     assert observers["ebay.com"]["party"] == "third-party"
     assert report["tracker_list"]["name"] == "@ghostery/trackerdb"
     shown = subprocess.run([*SPILLAGE, "inspect", str(session), "--html", str(tmp_path / "inspect.html")],
@@ -349,8 +358,11 @@ def test_the_guard_stops_the_leaks_to_live_hosts(tmp_path, internet):
     said = b"".join(r["path"].encode() + r["body"] for r in [*amazon.requests[seen[0]:], *tracker.requests[seen[1]:]])
     assert b"pregnant" not in said and b"kosher" not in said
     assert report["summary"]["leaked_attributes"] == []
-    assert report["guard"]["by_action"] == {"block": 3}   # the two searches and the tracker's event
-    assert report["guard"]["by_observer"] == {"first_party": 2, "third_party": 1}
+    # the two searches that say it, the tracker's event, and the product that the refined search's page
+    # called kosher (the refinement passes: the page that named it, the first search's, was never sent)
+    assert report["guard"]["by_action"] == {"block": 4}
+    assert report["guard"]["by_observer"] == {"first_party": 3, "third_party": 1}
+    assert "/dp/B0TESTKTL2" not in [r["path"] for r in amazon.requests[seen[0]:]]
 
 
 def test_run_and_proxy_start_refuse_a_bad_live_pattern_in_one_line(tmp_path):
