@@ -20,7 +20,7 @@ import pytest
 from fake_internet import FakeInternet
 from schema_check import assert_valid_audit
 from test_egress_seal import OUTSIDE
-from test_egress_seal import Outside
+from test_egress_seal import outside  # noqa: F401 - the listener on 127.0.0.2, a fixture of this module too
 from test_egress_seal import blocked
 from test_egress_seal import proxy_address
 from test_egress_seal import tunnel
@@ -118,17 +118,6 @@ def test_parties_go_by_registrable_domain_and_trackers_by_organisation():
 
 
 # --- end to end: the proxy with live hosts on the fake internet ------------------------------------
-
-
-@pytest.fixture(scope="module")
-def outside():
-    import threading
-
-    server = Outside()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server
-    server.shutdown()
-    server.server_close()
 
 
 @pytest.fixture(scope="module")
