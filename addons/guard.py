@@ -9,10 +9,10 @@ as `egress_blocked` (method CONNECT, url host:port), with the first bytes the cl
 tunnel carried raw data.
 
 A live host (`--live`, proxy/live.py) is connected to only for an HTTP request the egress policy let
-through: its name is resolved here (the only names the proxy ever resolves), the connection goes to the
-address found only if that is a public one (a name that leads to loopback or a private network, DNS
-rebinding, is refused), and TLS to it is verified as mitmproxy does by default (never ssl_insecure): a
-certificate that does not verify is a refusal, recorded.
+through; its name is resolved by the name guard (names.py: the only names the proxy ever resolves, to
+public addresses only, so DNS rebinding is refused, recorded here), and TLS to it is verified as
+mitmproxy does by default (never ssl_insecure): a certificate that does not verify is a refusal,
+recorded.
 
 What never became a request is recorded when its client goes: a tunnel to an outside host in which no
 request was made (nothing sent, or text with no end to its head), and bytes mitmproxy answered with
@@ -20,14 +20,11 @@ request was made (nothing sent, or text with no end to its head), and bytes mitm
 `egress_blocked` record with the bytes the client had sent.
 """
 
-import asyncio
 import logging
 import re
-import socket
 from urllib.parse import urlsplit
 
 from mitmproxy import ctx
-from mitmproxy import exceptions
 from mitmproxy import http
 from mitmproxy import tls
 from mitmproxy.connection import Client
@@ -37,14 +34,12 @@ from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 from spillage.addons.failclosed import fail_closed
 from spillage.addons.failclosed import failure_message
 from spillage.addons.failclosed import record_failure
+from spillage.addons.names import REFUSED
 from spillage.addons.egress import live_patterns
 from spillage.addons.resolver import parse_origin
 from spillage.proxy.hosts import is_test_host
 from spillage.proxy.hosts import normalise_host
-from spillage.proxy.live import FakeInternet
-from spillage.proxy.live import LiveError
 from spillage.proxy.live import is_live
-from spillage.proxy.live import is_public
 from spillage.proxy.refusal import EGRESS_KEY
 from spillage.proxy.refusal import describe_refusal
 
@@ -65,16 +60,7 @@ class ConnectionGuard:
         self.origin: tuple[str, int] | None = None
         self.model_hosts: frozenset[str] = frozenset()
         self.live: tuple = ()
-        self.fake: FakeInternet | None = None
-        self.named: dict[str, tuple[str, int]] = {}   # server id -> the live (name, port) it was opened for
         self.requesting: set[str] = set()          # ids of clients whose last word was a request to a live host
-
-    def load(self, loader):
-        loader.add_option(
-            "spillage_live_map", str, "",
-            "Tests only (refused outside pytest): a JSON file of the fake internet, names to loopback "
-            "addresses in place of DNS and the CA of its servers (proxy/live.py: FakeInternet).",
-        )
 
     def configure(self, updated):
         if updated & {"spillage_origin", "spillage_model_hosts", "spillage_live"}:  # a list option is copied per read
@@ -84,15 +70,6 @@ class ConnectionGuard:
                 self.origin = None
             self.model_hosts = frozenset(ctx.options.spillage_model_hosts)
             self.live = live_patterns(ctx.options.spillage_live)
-        if "spillage_live_map" in updated:
-            try:
-                self.fake = FakeInternet.load(ctx.options.spillage_live_map) if ctx.options.spillage_live_map else None
-            except (LiveError, OSError, ValueError, KeyError) as e:
-                raise exceptions.OptionsError(f"spillage_live_map: {e}") from None
-            if self.fake is not None:
-                ctx.options.ssl_verify_upstream_trusted_ca = self.fake.ca
-        if ctx.options.ssl_insecure:
-            raise exceptions.OptionsError("ssl_insecure: the proxy verifies every upstream certificate")
 
     def allowed(self, address: tuple[str, int] | None) -> bool:
         """True for the origin server's address and the named model endpoints."""
@@ -174,61 +151,30 @@ class ConnectionGuard:
         refusal["reason"] += f"; mitmproxy could not read it and answered 400 ({len(data)} bytes, the body)"
         self.write(f"client:{client.id}", method, target, host, port, data, refusal)
 
-    def server_connect(self, data: ServerConnectionHookData):
+    def server_connect(self, data: ServerConnectionHookData) -> None:
         """Refuse the connection unless it goes to the origin, a model endpoint, or (for an HTTP request
-        let through) a live host at a public address: for one, the coroutine that resolves its name,
-        which mitmproxy awaits before it connects."""
+        let through) a live host."""
         try:
             if self.allowed(data.server.address):
-                return None
+                return
             address, why = data.server.address, None
             if address and is_live(self.live, address[0], address[1]):
                 if data.client.id in self.requesting:
-                    return self.connect_live(data)
+                    return   # by name: the name guard resolves it (addons/names.py)
                 why = "connect refused: a live host is reached by the HTTP requests let through, nothing else"
-            self.refuse(data, why)
+            data.server.error = f"spillage: egress {why or 'refused: no server connection but to the origins'}"
+            self.record(data.server.id, address, self.first_bytes.pop(data.client.id, b""), why)
+            self.answered.add(data.client.id)
         except Exception as exc:  # noqa: BLE001 - fail closed
-            self.failed(data, exc)
-        return None
-
-    def refuse(self, data: ServerConnectionHookData, why: str | None) -> None:
-        data.server.error = f"spillage: egress {why or 'refused: no server connection but to the origins'}"
-        self.record(data.server.id, data.server.address, self.first_bytes.pop(data.client.id, b""), why)
-        self.answered.add(data.client.id)
-
-    def failed(self, data: ServerConnectionHookData, exc: Exception) -> None:
-        data.server.error = "spillage: egress refused: internal error"
-        record_failure(None, None, failure_message(self, "server_connect", exc))
-
-    async def connect_live(self, data: ServerConnectionHookData) -> None:
-        """Point the connection to a live host at the address its name resolves to, or refuse it."""
-        try:
-            host, port = data.server.address[0], data.server.address[1]
-            try:
-                if self.fake is not None:
-                    found = self.fake.resolve(host)
-                else:
-                    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-                    found = list(dict.fromkeys(info[4][0] for info in infos))
-            except OSError as e:
-                return self.refuse(data, f"connect refused: the live host {host} does not resolve ({e})")
-            reachable = self.fake.reachable if self.fake is not None else is_public
-            if not found or not all(reachable(a) for a in found):
-                return self.refuse(data, f"connect refused: the live host {host} resolves to {', '.join(found)}, "
-                                         "not only to public addresses (DNS rebinding)")
-            self.named[data.server.id] = (host, port)
-            data.server.address = (found[0], port)   # the SNI and the verified name stay the host's
-        except Exception as exc:  # noqa: BLE001 - fail closed
-            self.failed(data, exc)
-
-    def server_connected(self, data: ServerConnectionHookData) -> None:
-        """A live connection is known by its name again, so that requests to that host reuse it."""
-        named = self.named.pop(data.server.id, None)
-        if named is not None:
-            data.server.address = named
+            data.server.error = "spillage: egress refused: internal error"
+            record_failure(None, None, failure_message(self, "server_connect", exc))
 
     def server_connect_error(self, data: ServerConnectionHookData) -> None:
-        self.named.pop(data.server.id, None)
+        """A connection to a live host that the name guard refused (addons/names.py): recorded."""
+        error = data.server.error or ""
+        if error.startswith(REFUSED):
+            self.record(data.server.id, data.server.address, self.first_bytes.pop(data.client.id, b""),
+                        error.removeprefix(REFUSED))
 
     def tls_failed_server(self, data: tls.TlsData) -> None:
         """A live host whose certificate does not verify: a refused connection, recorded."""

@@ -178,6 +178,26 @@ def test_a_live_host_is_reached_and_every_request_and_response_is_captured(live_
 
 
 @pytest.mark.e2e
+def test_requests_in_one_tunnel_to_a_live_host_share_one_connection_to_it(live_stack, internet):
+    """The guard hands mitmproxy the address it resolved, then gives the connection its name back, so
+    that the next request to that host finds it (one TLS handshake upstream, not one per request)."""
+    import http.client
+
+    amazon = internet.sites["www.amazon.com"]
+    before = amazon.connections
+    host, port = proxy_address(live_stack)
+    client = http.client.HTTPSConnection(host, port, timeout=20,
+                                         context=ssl.create_default_context(cafile=str(live_stack.ca.cert_file)))
+    client.set_tunnel("www.amazon.com", amazon.port)
+    for n in range(20):
+        client.request("GET", f"/s?k=kettle+{n}")
+        answer = client.getresponse()
+        assert answer.status == 200 and b"Gooseneck" in answer.read()
+    client.close()
+    assert amazon.connections - before == 1
+
+
+@pytest.mark.e2e
 def test_a_bad_certificate_and_dns_rebinding_are_refusals_with_a_record(live_stack, internet, outside):
     bad = internet.sites["images.amazon.com"]
     status, _ = fetch(live_stack, internet.url("images.amazon.com") + "/?q=pregnant")
