@@ -345,6 +345,13 @@ def test_a_scripted_agent_on_live_sites_is_audited_by_observer_and_organisation(
     shown = subprocess.run([*SPILLAGE, "inspect", str(session)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert "observer www.google-analytics.com  google-analytics.com  third-party  Google  received kosher" in shown.stdout
 
+    reported = subprocess.run([*SPILLAGE, "report", str(session.parent), "--out", str(tmp_path / "report"), "--quiet"],
+                              capture_output=True, text=True, timeout=240)
+    assert reported.returncode == 0, reported.stderr
+    rows = (tmp_path / "report" / "observers.csv").read_text().splitlines()
+    assert rows[0] == "session,observer,domain,party,organisation,category,actions,attributes"
+    assert any(",www.google-analytics.com,google-analytics.com,third-party,Google,site_analytics,0,kosher" in r for r in rows)
+    assert "| Google | third-party | 1 | 1 | kosher |" in (tmp_path / "report" / "report.md").read_text()
     # a shareable file, and a proof of one leaking request, both saying the session touched the real web
     for redact in ([], ["--redact-cookies"]):
         exported = subprocess.run([*SPILLAGE, "export", str(session), "--format", "har", "--out",
