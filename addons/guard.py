@@ -31,11 +31,11 @@ from mitmproxy.connection import Client
 from mitmproxy.proxy.layer import NextLayer
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 
+from spillage.addons.egress import live_patterns
 from spillage.addons.failclosed import fail_closed
 from spillage.addons.failclosed import failure_message
 from spillage.addons.failclosed import record_failure
 from spillage.addons.names import REFUSED
-from spillage.addons.egress import live_patterns
 from spillage.addons.resolver import parse_origin
 from spillage.proxy.hosts import is_test_host
 from spillage.proxy.hosts import normalise_host

@@ -5,8 +5,8 @@ mitmproxy resolves a server's name as it connects (asyncio's `getaddrinfo`). The
 to a live host (`--live`, proxy/live.py); this guard is the same rule where names become addresses, so
 that no other name reaches a resolver, whoever asks. A live host's name must resolve to public addresses
 only: one that leads to loopback, a private network or any other special range (DNS rebinding) is
-refused. A refusal is an OSError whose message starts `spillage: `, which mitmproxy makes the
-connection's error, and the connection guard records it.
+refused. A refusal is an OSError whose message starts `spillage name guard: `, which mitmproxy makes
+the connection's error, and the connection guard records it.
 
 In the tests the names of the fake internet resolve by its map instead of DNS (FakeInternet: loopback
 addresses only, accepted under pytest only), and the proxy trusts its CA for upstream TLS.
@@ -27,7 +27,7 @@ from spillage.proxy.live import LiveError
 from spillage.proxy.live import is_live
 from spillage.proxy.live import is_public
 
-REFUSED = "spillage: "   # how a refusal's message starts (guard.py records those)
+REFUSED = "spillage name guard: "   # how a refusal's message starts (guard.py records those)
 
 
 class NameGuard:
@@ -71,7 +71,7 @@ class NameGuard:
         name = normalise_host(host.decode("idna") if isinstance(host, bytes) else str(host or ""))
         number = int(port or 0)
         if f"{name}:{number}" in self.names:
-            return await resolve(host, port, *args, **kwargs)
+            return await resolve(name, port, *args, **kwargs)
         if not is_live(self.live, name, number):
             raise OSError(f"{REFUSED}connect refused: {name} is not a live host; it is not looked up")
         try:
@@ -79,7 +79,7 @@ class NameGuard:
                 infos = [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (a, number))
                          for a in self.fake.resolve(name)]
             else:
-                infos = await resolve(host, port, *args, **kwargs)
+                infos = await resolve(name, port, *args, **kwargs)   # the name as it was checked
         except OSError as e:
             raise OSError(f"{REFUSED}connect refused: the live host {name} does not resolve ({e})") from None
         found = list(dict.fromkeys(info[4][0] for info in infos))

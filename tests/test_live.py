@@ -100,6 +100,40 @@ def test_the_resolver_map_is_refused_outside_the_tests(tmp_path, monkeypatch):
         ResolverMap.load(str(path))
 
 
+def test_the_name_guard_looks_up_live_hosts_only_and_only_to_public_addresses():
+    """The proxy's resolver, with DNS stood in for by a function that says what it was asked."""
+    import asyncio
+
+    from spillage.addons.names import REFUSED
+    from spillage.addons.names import NameGuard
+    from spillage.proxy.live import parse_live
+
+    asked, answers = [], {"www.amazon.com": ["93.184.216.34", "2606:2800:220:1::1"], "evil.amazon.com": ["93.184.216.34", "10.0.0.7"],
+                          "gpu-box": ["192.168.1.20"]}
+
+    async def dns(host, port, *args, **kwargs):
+        asked.append(host)
+        if host not in answers:
+            raise OSError("Name or service not known")
+        return [(0, 1, 6, "", (a, port)) for a in answers[host]]
+
+    guard = NameGuard()
+    guard.live, guard.names = parse_live(["*.amazon.com,missing.example.com"]), frozenset({"gpu-box:11434"})
+
+    def look_up(host, port):
+        return asyncio.run(guard.getaddrinfo(dns, host, port, type=1))
+
+    assert [i[4][0] for i in look_up("WWW.amazon.com.", 443)] == ["93.184.216.34", "2606:2800:220:1::1"]
+    assert look_up("gpu-box", 11434)[0][4][0] == "192.168.1.20"   # a model endpoint: as it resolves
+    for host, port, said in [("www.evil.com", 443, "www.evil.com is not a live host; it is not looked up"),
+                             ("www.amazon.com", 8080, "is not a live host"),
+                             ("evil.amazon.com", 443, "resolves to 93.184.216.34, 10.0.0.7, not only to public"),
+                             ("missing.example.com", 443, "does not resolve (Name or service not known)")]:
+        with pytest.raises(OSError, match=re.escape(REFUSED) + ".*" + re.escape(said)):
+            look_up(host, port)
+    assert asked == ["www.amazon.com", "gpu-box", "evil.amazon.com", "missing.example.com"]   # never www.evil.com
+
+
 def test_without_live_the_proxy_is_told_nothing_new(tmp_path, monkeypatch):
     monkeypatch.setenv(FAKE_INTERNET_ENV, str(tmp_path / "map.json"))
     argv = " ".join(mitmdump_command(ensure_ca(tmp_path / "ca"), "127.0.0.1:1", None))
