@@ -82,6 +82,8 @@ def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | Non
         print(f"ca       {ca.cert_file}")
         print(f"spki     {ca.spki_pin}")
         print(f"session  {session_dir}")
+        if live:
+            print(f"live     {', '.join(live)} (reached on the real web, captured; every other host is refused)")
         print(f"chromium --proxy-server={stack.proxy_url} --proxy-bypass-list='<-loopback>' "
               f"--ignore-certificate-errors-spki-list={ca.spki_pin} "
               '--user-data-dir="$(mktemp -d)"', flush=True)  # Chromium ignores the pin without it

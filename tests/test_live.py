@@ -415,6 +415,35 @@ def test_the_guard_stops_the_leaks_to_live_hosts(tmp_path, internet):
     assert "/dp/B0TESTKTL2" not in [r["path"] for r in amazon.requests[seen[0]:]]
 
 
+@pytest.mark.e2e
+def test_proxy_start_with_live_hosts_captures_them_and_says_so(tmp_path, internet):
+    import signal
+
+    from run_helpers import start_proxy
+
+    proxy, shown = start_proxy(tmp_path, "--live", f"www.ebay.com:{internet.sites['www.ebay.com'].port}",
+                               env={**__import__("os").environ, FAKE_INTERNET_ENV: str(internet.map_file)})
+    try:
+        assert shown["live"].startswith(f"www.ebay.com:{internet.sites['www.ebay.com'].port} (reached on the real web")
+        context = ssl.create_default_context(cafile=shown["ca"])
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({"https": shown["proxy"]}),
+                                             urllib.request.HTTPSHandler(context=context))
+        with opener.open(internet.url("www.ebay.com") + "/sch/i.html?_nkw=film+camera", timeout=20) as answer:
+            assert answer.status == 200 and b"s-item__link" in answer.read()
+        with pytest.raises(urllib.error.HTTPError, match="403"):
+            opener.open(internet.url("www.amazon.com") + "/s?k=film+camera", timeout=20)
+    finally:
+        proxy.send_signal(signal.SIGINT)
+        proxy.wait(60)
+    session = Path(shown["session"])
+    assert proxy.returncode == 0, proxy.stderr.read()
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["live"]["hosts"] == [f"www.ebay.com:{internet.sites['www.ebay.com'].port}"]
+    urls = [(r.record["kind"], r.record.get("url")) for r in iter_records(session)]
+    assert ("request", internet.url("www.ebay.com") + "/sch/i.html?_nkw=film+camera") in urls
+    assert ("egress_blocked", internet.url("www.amazon.com") + "/s?k=film+camera") in urls
+
+
 def test_run_and_proxy_start_refuse_a_bad_live_pattern_in_one_line(tmp_path):
     for argv in (["run", "--scenario", "shop-kettle-chat", "--live", "10.0.0.1", "--", "true"],
                  ["proxy", "start", "--live", f"@{tmp_path / 'nowhere.txt'}"]):
