@@ -338,7 +338,7 @@ def live_run(tmp_path: Path, internet, *extra: str) -> tuple[Path, dict]:
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT, encoding="utf-8")
     env = {**__import__("os").environ, FAKE_INTERNET_ENV: str(internet.map_file)}
-    done = subprocess.run([*SPILLAGE, "run", "--scenario", "shop-kettle-chat", "--isolation", "none",
+    done = subprocess.run([*SPILLAGE, "run", "--scenario", "shop-kettle-chat",
                            "--live", ",".join(internet.live()), *extra, "--audit", "--", sys.executable, str(agent),
                            internet.url("www.amazon.com"), internet.url("www.ebay.com"),
                            internet.url("www.google-analytics.com")],
@@ -349,6 +349,7 @@ def live_run(tmp_path: Path, internet, *extra: str) -> tuple[Path, dict]:
 
 
 @pytest.mark.e2e
+@pytest.mark.needs_tool("bwrap")   # the agent in its sandbox, as every run
 def test_a_scripted_agent_on_live_sites_is_audited_by_observer_and_organisation(tmp_path, internet):
     session, report = live_run(tmp_path, internet)
     meta = json.loads((session / "meta.json").read_text())
@@ -401,6 +402,7 @@ def test_a_scripted_agent_on_live_sites_is_audited_by_observer_and_organisation(
 
 
 @pytest.mark.e2e
+@pytest.mark.needs_tool("bwrap")   # the agent in its sandbox, as every run
 def test_the_guard_stops_the_leaks_to_live_hosts(tmp_path, internet):
     amazon, tracker = internet.sites["www.amazon.com"], internet.sites["www.google-analytics.com"]
     seen = len(amazon.requests), len(tracker.requests)
