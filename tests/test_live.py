@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import test_egress_seal
 from fake_internet import FakeInternet
 from schema_check import assert_valid_audit
 from test_egress_seal import OUTSIDE
@@ -171,6 +172,28 @@ def live_stack(tmp_path_factory, catalog_file, internet):
         with Stack(session, ensure_ca(home / "ca"), load_or_create_key(home), catalog=catalog_file,
                    live=live_hosts(internet.live()), log=lambda m: None) as running:
             yield running
+
+
+@pytest.fixture(scope="module")
+def escapes_stack(tmp_path_factory, catalog_file, internet):
+    """A proxy of its own with the live hosts allowed, for test_egress_seal's escapes (which count records)."""
+    home = tmp_path_factory.mktemp("home")
+    session = tmp_path_factory.mktemp("runs") / "escapes"
+    session.mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(FAKE_INTERNET_ENV, str(internet.map_file))
+        with Stack(session, ensure_ca(home / "ca"), load_or_create_key(home), catalog=catalog_file,
+                   live=live_hosts(internet.live()), log=lambda m: None) as running:
+            yield running
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("escapes", [test_egress_seal.test_every_escape_is_refused_recorded_and_reaches_no_one,
+                                     test_egress_seal.test_every_protocol_inside_a_tunnel_is_refused_and_reaches_no_one,
+                                     test_egress_seal.test_refused_attempts_that_never_become_a_request_are_recorded_too],
+                         ids=lambda test: test.__name__.removeprefix("test_"))
+def test_every_route_refused_without_live_is_refused_with_it(escapes_stack, outside, escapes):
+    escapes(escapes_stack, outside)
 
 
 def fetch(stack: Stack, url: str, data: bytes | None = None, headers: dict | None = None) -> tuple[int, bytes]:
