@@ -337,6 +337,18 @@ def test_the_resolver_map_stops_a_proxy_outside_the_tests(tmp_path, catalog_file
     assert "a resolver map is for tests only" in (session / "proxy.log").read_text()
 
 
+@pytest.mark.e2e
+def test_a_proxy_told_not_to_verify_upstream_certificates_does_not_start(tmp_path, catalog_file):
+    ca = ensure_ca(tmp_path / "ca")
+    (ca.confdir / "config.yaml").write_text("ssl_insecure: true\n", encoding="utf-8")
+    session = tmp_path / "session"
+    session.mkdir()
+    with pytest.raises(ChildError):
+        with Stack(session, ca, load_or_create_key(tmp_path), catalog=catalog_file, log=lambda m: None):
+            pass
+    assert "ssl_insecure: the proxy verifies every upstream certificate" in (session / "proxy.log").read_text()
+
+
 # --- end to end: a scripted agent through `spillage run --live`, audited and guarded ---------------
 
 AGENT = textwrap.dedent("""\
