@@ -162,29 +162,27 @@ def internet(tmp_path_factory, outside):
     fake.stop()
 
 
-@pytest.fixture(scope="module")
-def live_stack(tmp_path_factory, catalog_file, internet):
+def live_proxy(tmp_path_factory, catalog_file, internet, name: str):
+    """Origins and proxy, the fake internet's hosts allowed, capturing into session `name`."""
     home = tmp_path_factory.mktemp("home")
-    session = tmp_path_factory.mktemp("runs") / "live"
+    session = tmp_path_factory.mktemp("runs") / name
     session.mkdir()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(FAKE_INTERNET_ENV, str(internet.map_file))
         with Stack(session, ensure_ca(home / "ca"), load_or_create_key(home), catalog=catalog_file,
                    live=live_hosts(internet.live()), log=lambda m: None) as running:
             yield running
+
+
+@pytest.fixture(scope="module")
+def live_stack(tmp_path_factory, catalog_file, internet):
+    yield from live_proxy(tmp_path_factory, catalog_file, internet, "live")
 
 
 @pytest.fixture(scope="module")
 def escapes_stack(tmp_path_factory, catalog_file, internet):
-    """A proxy of its own with the live hosts allowed, for test_egress_seal's escapes (which count records)."""
-    home = tmp_path_factory.mktemp("home")
-    session = tmp_path_factory.mktemp("runs") / "escapes"
-    session.mkdir()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(FAKE_INTERNET_ENV, str(internet.map_file))
-        with Stack(session, ensure_ca(home / "ca"), load_or_create_key(home), catalog=catalog_file,
-                   live=live_hosts(internet.live()), log=lambda m: None) as running:
-            yield running
+    """A proxy of its own, for test_egress_seal's escapes (which count the records of theirs)."""
+    yield from live_proxy(tmp_path_factory, catalog_file, internet, "escapes")
 
 
 @pytest.mark.e2e
