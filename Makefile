@@ -25,7 +25,10 @@ $(STAMP): pyproject.toml
 
 # The tracker list in the venv, as the package ships it (its package.json says which version).
 trackerdb:
-	@if grep -qs '"version": "$(TRACKERDB_VERSION)"' $(TRACKERDB)/package.json; then :; else \
+	@if grep -qs '"version": "$(TRACKERDB_VERSION)"' $(TRACKERDB)/package.json; then :; \
+	elif ! command -v npm >/dev/null 2>&1; then \
+		echo "npm is missing: it fetches the tracker list (apt-get install -y npm), then make again"; exit 1; \
+	else \
 		rm -rf $(TRACKERDB) && mkdir -p $(TRACKERDB) && cd $(TRACKERDB) && \
 		npm pack --silent @ghostery/trackerdb@$(TRACKERDB_VERSION) >/dev/null && \
 		tar xzf ghostery-trackerdb-$(TRACKERDB_VERSION).tgz --strip-components=1 package/package.json package/LICENSE package/dist/trackerdb.json && \
