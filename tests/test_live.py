@@ -6,6 +6,7 @@ on 127.0.0.3-6 with a test CA, reached through the tests' resolver map, never DN
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import ssl
@@ -370,7 +371,7 @@ AGENT = textwrap.dedent("""\
 def live_run(tmp_path: Path, internet, *extra: str) -> tuple[Path, dict]:
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT, encoding="utf-8")
-    env = {**__import__("os").environ, FAKE_INTERNET_ENV: str(internet.map_file)}
+    env = {**os.environ, FAKE_INTERNET_ENV: str(internet.map_file)}
     done = subprocess.run([*SPILLAGE, "run", "--scenario", "shop-kettle-chat",
                            "--live", ",".join(internet.live()), *extra, "--audit", "--", sys.executable, str(agent),
                            internet.url("www.amazon.com"), internet.url("www.ebay.com"),
@@ -457,7 +458,7 @@ def test_proxy_start_with_live_hosts_captures_them_and_says_so(tmp_path, interne
     from run_helpers import start_proxy
 
     proxy, shown = start_proxy(tmp_path, "--live", f"www.ebay.com:{internet.sites['www.ebay.com'].port}",
-                               env={**__import__("os").environ, FAKE_INTERNET_ENV: str(internet.map_file)})
+                               env={**os.environ, FAKE_INTERNET_ENV: str(internet.map_file)})
     try:
         assert shown["live"].startswith(f"www.ebay.com:{internet.sites['www.ebay.com'].port} (reached on the real web")
         context = ssl.create_default_context(cafile=shown["ca"])
