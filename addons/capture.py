@@ -119,6 +119,8 @@ class Capture:
                 "inline_limit": ctx.options.spillage_inline_limit,
                 "beacon_urls": list(ctx.options.spillage_beacon_urls),
                 "model_hosts": list(ctx.options.spillage_model_hosts),
+                "live": list(ctx.options.spillage_live),
+                **({"live_map": ctx.options.spillage_live_map} if ctx.options.spillage_live_map else {}),
                 "signed": self.writer.signed,
             },
         )

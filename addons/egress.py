@@ -3,6 +3,7 @@
 from collections.abc import Sequence
 
 from mitmproxy import ctx
+from mitmproxy import exceptions
 from mitmproxy import http
 from mitmproxy import version
 
@@ -11,6 +12,9 @@ from spillage.proxy.hosts import background_reason
 from spillage.proxy.hosts import is_search_host
 from spillage.proxy.hosts import is_test_host
 from spillage.proxy.hosts import normalise_host
+from spillage.proxy.live import LiveError
+from spillage.proxy.live import is_live
+from spillage.proxy.live import parse_live
 from spillage.proxy.refusal import EGRESS_KEY
 from spillage.proxy.refusal import REFUSED_BODY
 from spillage.proxy.refusal import describe_refusal
@@ -40,9 +44,19 @@ def host_mismatch(request: http.Request) -> str | None:
     return f"request refused: Host {named!r} does not name the request's target {request.host!r}"
 
 
+def sni_mismatch(flow: http.HTTPFlow) -> str | None:
+    """Why a request to a live host came in TLS that named another host (SNI), or None."""
+    sni = flow.client_conn.sni
+    if flow.request.scheme != "https" or not sni or normalise_host(sni) == normalise_host(flow.request.host):
+        return None
+    return f"request refused: TLS named {sni!r}, not the request's live host {flow.request.host!r}"
+
+
 class EgressPolicy:
     """Nothing leaves the machine: requests to non-`.test` hosts get a 403, except to the model
-    endpoints the runner names (`--model-via-proxy`), which pass and are captured.
+    endpoints the runner names (`--model-via-proxy`) and the live hosts it allows (`--live`,
+    proxy/live.py), which pass and are captured. A request to a live host in TLS that named another
+    host, or that asks to become a WebSocket (whose messages the log would not hold), is refused.
 
     A tunnel (CONNECT) to an outside host is refused at once only when the host is one the browser
     contacts on its own and never a search engine (updates, sign-in, time). Any other tunnel opens
@@ -53,6 +67,7 @@ class EgressPolicy:
 
     def __init__(self) -> None:
         self.model_hosts: frozenset[str] = frozenset()
+        self.live: tuple = ()
 
     def load(self, loader):
         loader.add_option(
@@ -60,13 +75,21 @@ class EgressPolicy:
             "HOST:PORT of model endpoints the agent reaches through this proxy; they are let through "
             "(and captured) so the model provider shows as an observer of its own.",
         )
+        loader.add_option(
+            "spillage_live", Sequence[str], [],
+            "Live hosts (NAME, *.NAME, with :PORT or on 443 and 80) whose requests reach the real site, "
+            "captured; every other outside host stays refused (docs/EVIDENCE.md, Live sites).",
+        )
 
     def configure(self, updated):
         if "spillage_model_hosts" in updated:  # kept here: mitmproxy copies a list option on every read
             self.model_hosts = frozenset(ctx.options.spillage_model_hosts)
+        if "spillage_live" in updated:
+            self.live = live_patterns(ctx.options.spillage_live)
 
     def allowed(self, host: str, port: int) -> bool:
-        return is_test_host(host) or f"{normalise_host(host)}:{port}" in self.model_hosts
+        return (is_test_host(host) or f"{normalise_host(host)}:{port}" in self.model_hosts
+                or is_live(self.live, host, port))
 
     @fail_closed
     def http_connect(self, flow: http.HTTPFlow) -> None:
@@ -80,7 +103,7 @@ class EgressPolicy:
         failed (an HTTP/2 preface in a plain tunnel) is marked refused too, so that it is recorded as one."""
         if flow.response:
             return
-        mismatch = host_mismatch(flow.request)
+        mismatch = host_mismatch(flow.request) or self.live_mismatch(flow)
         if mismatch:
             refusal = {"background": False, "reason": mismatch}
         elif not self.allowed(flow.request.pretty_host, flow.request.port):
@@ -91,3 +114,19 @@ class EgressPolicy:
             flow.metadata[EGRESS_KEY] = refusal
         else:
             refuse(flow, refusal)
+
+    def live_mismatch(self, flow: http.HTTPFlow) -> str | None:
+        """Why a request to a live host is refused all the same (another SNI, a WebSocket), or None."""
+        if not is_live(self.live, flow.request.host, flow.request.port):
+            return None
+        if flow.request.headers.get("upgrade", "").lower() == "websocket":
+            return "request refused: a WebSocket to a live host (its messages would not be captured)"
+        return sni_mismatch(flow)
+
+
+def live_patterns(values) -> tuple:
+    """The `spillage_live` option's patterns; a bad one stops the proxy with what is wrong."""
+    try:
+        return parse_live(list(values), "spillage_live")
+    except LiveError as e:
+        raise exceptions.OptionsError(str(e)) from None

@@ -3,10 +3,16 @@ endpoint, and every refused attempt is recorded, whatever its shape.
 
 The request-level policy (egress.py) and the `*.test` routing (resolver.py) decide HTTP requests. This
 guard decides connections, whatever they carry: raw TCP or UDP inside a tunnel, a `.test` name a failed
-addon left unrouted, an outside host by any spelling. Anything not going to the origin's address or a
-model endpoint is refused before a socket is opened or a name is looked up, and recorded as
-`egress_blocked` (method CONNECT, url host:port), with the first bytes the client sent when the tunnel
-carried raw data.
+addon left unrouted, an outside host by any spelling. Anything not going to the origin's address, a
+model endpoint or a live host is refused before a socket is opened or a name is looked up, and recorded
+as `egress_blocked` (method CONNECT, url host:port), with the first bytes the client sent when the
+tunnel carried raw data.
+
+A live host (`--live`, proxy/live.py) is connected to only for an HTTP request the egress policy let
+through; its name is resolved by the name guard (names.py: the only names the proxy ever resolves, to
+public addresses only, so DNS rebinding is refused, recorded here), and TLS to it is verified as
+mitmproxy does by default (never ssl_insecure): a certificate that does not verify is a refusal,
+recorded.
 
 What never became a request is recorded when its client goes: a tunnel to an outside host in which no
 request was made (nothing sent, or text with no end to its head), and bytes mitmproxy answered with
@@ -20,16 +26,20 @@ from urllib.parse import urlsplit
 
 from mitmproxy import ctx
 from mitmproxy import http
+from mitmproxy import tls
 from mitmproxy.connection import Client
 from mitmproxy.proxy.layer import NextLayer
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 
+from spillage.addons.egress import live_patterns
 from spillage.addons.failclosed import fail_closed
 from spillage.addons.failclosed import failure_message
 from spillage.addons.failclosed import record_failure
+from spillage.addons.names import REFUSED
 from spillage.addons.resolver import parse_origin
 from spillage.proxy.hosts import is_test_host
 from spillage.proxy.hosts import normalise_host
+from spillage.proxy.live import is_live
 from spillage.proxy.refusal import EGRESS_KEY
 from spillage.proxy.refusal import describe_refusal
 
@@ -49,14 +59,17 @@ class ConnectionGuard:
         self.answered: set[str] = set()           # ids of clients that made a request, or whose refusal is recorded
         self.origin: tuple[str, int] | None = None
         self.model_hosts: frozenset[str] = frozenset()
+        self.live: tuple = ()
+        self.requesting: set[str] = set()          # ids of clients whose last word was a request to a live host
 
     def configure(self, updated):
-        if updated & {"spillage_origin", "spillage_model_hosts"}:  # read here: a list option is copied per read
+        if updated & {"spillage_origin", "spillage_model_hosts", "spillage_live"}:  # a list option is copied per read
             try:
                 self.origin = parse_origin(ctx.options.spillage_origin) if ctx.options.spillage_origin else None
             except ValueError:  # the resolver refuses the option; here nothing is allowed
                 self.origin = None
             self.model_hosts = frozenset(ctx.options.spillage_model_hosts)
+            self.live = live_patterns(ctx.options.spillage_live)
 
     def allowed(self, address: tuple[str, int] | None) -> bool:
         """True for the origin server's address and the named model endpoints."""
@@ -83,7 +96,8 @@ class ConnectionGuard:
         host, port, client = flow.request.host, flow.request.port, flow.client_conn.id
         self.first_bytes.pop(client, None)   # the CONNECT itself: what the tunnel carries is kept next
         self.connected.add(client)
-        if EGRESS_KEY not in flow.metadata and not is_test_host(host) and \
+        self.requesting.discard(client)
+        if EGRESS_KEY not in flow.metadata and not is_test_host(host) and not is_live(self.live, host, port) and \
                 f"{normalise_host(host)}:{port}" not in self.model_hosts:
             self.tunnels[client] = (flow.id, host, port)
 
@@ -93,8 +107,15 @@ class ConnectionGuard:
             self.answered.add(flow.client_conn.id)
             self.first_bytes.pop(flow.client_conn.id, None)
 
+    @fail_closed
+    def request(self, flow: http.HTTPFlow) -> None:
+        """A request to a live host that was let through: the one thing a live host is connected for."""
+        if not flow.response and not flow.error and is_live(self.live, flow.request.host, flow.request.port):
+            self.requesting.add(flow.client_conn.id)
+
     def client_disconnected(self, client: Client) -> None:
         """Record what this client tried that never became a request, nor a refused connection."""
+        self.requesting.discard(client.id)
         data = self.first_bytes.pop(client.id, b"")
         tunnel = self.tunnels.pop(client.id, None)
         connected = client.id in self.connected
@@ -131,24 +152,50 @@ class ConnectionGuard:
         self.write(f"client:{client.id}", method, target, host, port, data, refusal)
 
     def server_connect(self, data: ServerConnectionHookData) -> None:
-        """Refuse the connection unless it goes to the origin or a model endpoint."""
+        """Refuse the connection unless it goes to the origin, a model endpoint, or (for an HTTP request
+        let through) a live host."""
         try:
             if self.allowed(data.server.address):
                 return
-            data.server.error = "spillage: egress refused: no server connection but to the origins"
-            self.record(data.server.id, data.server.address, self.first_bytes.pop(data.client.id, b""))
+            address, why = data.server.address, None
+            if address and is_live(self.live, address[0], address[1]):
+                if data.client.id in self.requesting:
+                    return   # by name: the name guard resolves it (addons/names.py)
+                why = "connect refused: a live host is reached by the HTTP requests let through, nothing else"
+            data.server.error = f"spillage: egress {why or 'refused: no server connection but to the origins'}"
+            self.record(data.server.id, address, self.first_bytes.pop(data.client.id, b""), why)
             self.answered.add(data.client.id)
         except Exception as exc:  # noqa: BLE001 - fail closed
             data.server.error = "spillage: egress refused: internal error"
             record_failure(None, None, failure_message(self, "server_connect", exc))
 
-    def record(self, server_id: str, address: tuple[str, int] | None, data: bytes) -> None:
+    def server_connect_error(self, data: ServerConnectionHookData) -> None:
+        """A connection to a live host that the name guard refused (addons/names.py): recorded."""
+        error = data.server.error or ""
+        if error.startswith(REFUSED):
+            self.record(data.server.id, data.server.address, self.first_bytes.pop(data.client.id, b""),
+                        error.removeprefix(REFUSED))
+
+    def tls_failed_server(self, data: tls.TlsData) -> None:
+        """A live host whose certificate does not verify: a refused connection, recorded."""
+        try:
+            host = data.conn.sni or (data.conn.address or ("?",))[0]
+            port = data.conn.address[1] if data.conn.address else 0
+            if is_live(self.live, host, port):
+                self.record(data.conn.id, (host, port), b"", f"tls refused: the certificate of the live host "
+                                                                f"{host} does not verify ({data.conn.error})")
+        except Exception as exc:  # noqa: BLE001 - nothing was sent over it; the failure is recorded
+            record_failure(None, None, failure_message(self, "tls_failed_server", exc))
+
+    def record(self, server_id: str, address: tuple[str, int] | None, data: bytes, why: str | None = None) -> None:
         """One `egress_blocked` record per refused server connection, with what the client had sent."""
         if server_id in self.recorded:
             return
         self.recorded.add(server_id)
         host, port = (address[0], address[1]) if address else ("?", 0)
-        if is_test_host(host):
+        if why is not None:
+            refusal = {"background": False, "reason": why}
+        elif is_test_host(host):
             refusal = {"background": False,
                        "reason": "connect refused: only HTTP to *.test hosts is routed to the origins"}
         else:

@@ -82,7 +82,8 @@ class LeakGuard:
     @fail_closed
     def response(self, flow: http.HTTPFlow) -> None:
         if self.guard is not None and flow.response is not None:
-            self.guard.response(flow.request.pretty_host, header_pairs(flow.response.headers))
+            self.guard.response(flow.request.pretty_host, header_pairs(flow.response.headers),
+                                flow.response.raw_content or b"")
 
     @fail_closed
     def request(self, flow: http.HTTPFlow) -> None:

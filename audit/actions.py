@@ -16,6 +16,7 @@ from spillage.audit.model import BEHAVIORAL
 from spillage.audit.model import CONTENT
 from spillage.audit.model import Action
 from spillage.audit.model import Placed
+from spillage.audit.page_labels import PageLabels
 from spillage.audit.riding import Riders
 from spillage.audit.riding import Waiting
 from spillage.audit.riding import beacon_own
@@ -187,6 +188,7 @@ class ActionBuilder:
         self.viewed: set[str] = set()            # pages whose view said what was in view as they loaded
         self.browser_background: Counter = Counter()   # the browser's own requests, by why it made them
         self.riders = Riders({p.host for p in profiles.values()} | {t.partition("/")[0] for t in self.beacon_urls})
+        self.page_labels = PageLabels()
 
     def site(self, host: str | None) -> SiteProfile | None:
         """The profile of the site at `host` (www.amazon.de is amazon.com), or None."""
@@ -205,7 +207,10 @@ class ActionBuilder:
         elif kind == "request":
             self.request(record)
         elif kind == "response":
-            self.riders.response(self.hosts.pop(record.get("request"), ""), record.get("headers"))
+            host = self.hosts.pop(record.get("request"), "")
+            self.riders.response(host, record.get("headers"))
+            if self.session_dir and PageLabels.reads(profile := self.site(host)):
+                self.page_labels.learn(profile, record.get("headers"), read_body(self.session_dir, record.get("body")))
             if record.get("request") in self.suggest_requests:
                 self.offered |= suggestions(read_body(self.session_dir, record.get("body")) if self.session_dir else b"")
         elif kind == "form":
@@ -406,13 +411,13 @@ class ActionBuilder:
                                  category=category) if hit.knows("category", category) else hit.authored(category, category=category))
         for slug in sorted(facets - b_facets):
             facet = p.facets.get(slug)
-            self.emit(hit.action("filter", BEHAVIORAL, facet.label if facet else g.facet_label(slug),
+            self.emit(hit.action("filter", BEHAVIORAL, facet.label if facet else self.facet_label(p, slug),
                                  [facet.concept] if facet else [], facet=slug)
-                      if hit.knows("facet", slug) else hit.authored(g.facet_label(slug), facet=slug))
+                      if hit.knows("facet", slug) else hit.authored(self.facet_label(p, slug), facet=slug))
         same_search = before is not None and query == b_query  # a new query starts afresh
         for slug in sorted(b_facets - facets) if same_search else ():
             facet = p.facets.get(slug)
-            self.emit(hit.action("unfilter", BEHAVIORAL, facet.label if facet else g.facet_label(slug), facet=slug))
+            self.emit(hit.action("unfilter", BEHAVIORAL, facet.label if facet else self.facet_label(p, slug), facet=slug))
         if same_search and sort != b_sort:
             self.emit(hit.action("sort", BEHAVIORAL, sort or "default", sort=sort))
         if before and page != b_page and (query, category, facets, sort) == (b_query, b_category, b_facets, b_sort):
@@ -422,13 +427,19 @@ class ActionBuilder:
     def decoded(text: str) -> list[str]:
         return [t for t in decoded_texts(text) if t]
 
+    def facet_label(self, p: SiteProfile, slug: str) -> str:
+        """A facet the catalog does not know: as a page of the site named it, else by the grammar."""
+        return self.page_labels.label(p, "facet", slug) or p.grammar.facet_label(slug)
+
     def product_page(self, hit: Hit, pid: int | str, title: str | None = None) -> None:
         """A product page is a view unless it is the product last viewed; text searched on it is a search.
-        A product the catalog does not know is labelled by the title in its URL, if any."""
+        A product the catalog does not know is labelled as a page of the site showed it, else by the
+        title in its URL, if any."""
         p = hit.profile
         if self.swap((p.host, "product"), pid) != pid:
             product = p.products.get(pid)
-            label = product.title if product else (title or "").replace("-", " ")
+            label = product.title if product else (self.page_labels.label(p, "product", pid)
+                                                   or (title or "").replace("-", " "))
             self.emit(hit.action("view_product", BEHAVIORAL, label or f"product {pid}",
                                  product.concepts if product else (), product=pid))
         text = " ".join(hit.values(p.grammar.product_query_params))
@@ -439,7 +450,8 @@ class ActionBuilder:
         p = hit.profile
         if self.swap((p.host, "section"), slug) != slug:
             section = p.sections.get(slug)
-            self.emit(hit.action("section", BEHAVIORAL, section.title if section else slug,
+            self.emit(hit.action("section", BEHAVIORAL, section.title if section else (
+                                     self.page_labels.label(p, "section", slug) or slug),
                                  [section.concept] if section else [], section=slug)
                       if hit.knows("section", slug) else hit.authored(slug, section=slug))
 

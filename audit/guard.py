@@ -41,6 +41,8 @@ from spillage.audit.judges.lexical import profile_of
 from spillage.audit.model import B_I
 from spillage.audit.model import C_E
 from spillage.audit.model import C_I
+from spillage.audit.observers import registrable_domain
+from spillage.audit.page_labels import PageLabels
 from spillage.audit.riding import Riders
 from spillage.origins.knowledge import SiteProfile
 from spillage.origins.knowledge import profile_for
@@ -202,24 +204,29 @@ class Guard:
         self.concepts = {c: a.id for a in policy.attributes for c in a.concepts}
         self.dwell = Dwell()
         self.riders = Riders({p.host for p in profiles.values()} | {t.partition("/")[0] for t in self.beacon_urls})
+        self.page_labels = PageLabels()
         self.streams = Streams()
         self.readings: dict = {}   # what is known of the requests of the decision under way (kept with them)
 
     # --- reading a request -------------------------------------------------------------------
 
     def observer(self, request: http.Request) -> str:
-        """first_party when the request goes to the site of the page it came from (or is a
-        navigation with no page), else third_party."""
+        """first_party when the request goes to the site (the registrable domain) of the page it came
+        from (or is a navigation with no page), else third_party."""
         page = request.headers.get("origin") or request.headers.get("referer") or ""
         try:
             page_host = (urlsplit(page).hostname or "").lower()
         except ValueError:
             page_host = "?"   # a page no one can name is not the site's own
-        return "first_party" if not page_host or page_host == request.pretty_host.lower() else "third_party"
+        own = not page_host or registrable_domain(page_host) == registrable_domain(request.pretty_host)
+        return "first_party" if own else "third_party"
 
-    def response(self, host: str, headers) -> None:
-        """A response passed: the cookies it set are the site's own, not text of the agent's."""
+    def response(self, host: str, headers, body: bytes = b"") -> None:
+        """A response passed: the cookies it set are the site's own, not text of the agent's, and what its
+        page calls the products and facets on it is what choosing them says (audit/page_labels.py)."""
         self.riders.response(host.lower(), headers)
+        if PageLabels.reads(profile := profile_for(self.profiles, host)):
+            self.page_labels.learn(profile, headers, body)
 
     def findings(self, request: http.Request) -> list[Finding]:
         """Every guarded attribute `request` would reveal, as the auditor would see it: the actions its
@@ -246,6 +253,7 @@ class Guard:
         builder = ActionBuilder(self.profiles, every_request=True)
         builder.readings[record["seq"]] = reading
         builder.riders.set_cookies = self.riders.set_cookies
+        builder.page_labels = self.page_labels
         builder.streams = self.streams.fork()   # a text sent piecemeal is read over what was sent before
         for r in records:
             builder.add(r)

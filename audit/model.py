@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
 
+from spillage.audit.observers import same_party
 from spillage.proxy.reading.request import Piece
 from spillage.scenarios.model import Attribute
 
@@ -119,5 +120,6 @@ class Event:
 
 
 def observer_party(observer: str, site: str) -> str:
-    """first-party for the scenario's own site, third-party for anyone else (trackers, refused hosts)."""
-    return FIRST_PARTY if observer == site else THIRD_PARTY
+    """first-party for the site's own registrable domain (audit/observers.py), third-party for anyone else
+    (trackers, refused hosts)."""
+    return FIRST_PARTY if same_party(observer, site) else THIRD_PARTY

@@ -15,7 +15,10 @@ from spillage.audit.judges import make_judge
 from spillage.audit.model import BEHAVIORAL
 from spillage.audit.model import CATEGORIES
 from spillage.audit.model import CONTENT
+from spillage.audit.model import observer_party
 from spillage.audit.model_provider import ModelTraffic
+from spillage.audit.observers import describe_observer
+from spillage.audit.observers import tracker_source
 from spillage.audit.model_provider import add_provider
 from spillage.audit.recoveries import first_party_site
 from spillage.audit.recoveries import recoveries
@@ -106,6 +109,8 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
         "site": scenario.site,
         "first_party": first_party,
         "judge": judge.name,
+        "observers": observers(actions, events, first_party),
+        "tracker_list": tracker_source(),
         **({"judge_stats": judge_stats} if judge_stats else {}),
         "capture": {"verified": check.ok, "records": check.count, "audited_records": audited, "head": check.head,
                     **({} if check.ok else {"damage": check.damage, "message": check.message})},
@@ -170,6 +175,18 @@ def build_actions(session_dir: Path, profiles, limit: int | None, model_calls: M
     except CaptureError as e:
         raise AuditError(str(e)) from e
     return builder.finish(), audited, builder.browser_background
+
+
+def observers(actions, events, first_party: str) -> list[dict]:
+    """Every observer of an action or a leak (a tracker that what was typed rode along to): its domain,
+    party and organisation, how many actions it saw, and what it received (the leak events it saw, by
+    category, and the irrelevant attributes they name)."""
+    seen = Counter(o for a in actions for o in a.observers)
+    occurrences = by_observer(events)
+    return [{**describe_observer(o), "party": observer_party(o, first_party), "actions": seen.get(o, 0),
+             "received": {"occurrences": occurrences.get(o, {}),
+                          "attributes": sorted({e.attribute.id for e in events if o in e.observers})}}
+            for o in sorted({*seen, *occurrences})]
 
 
 def by_observer(events) -> dict[str, dict[str, int]]:
@@ -237,6 +254,10 @@ def summary_text(report: dict) -> str:
         lines.append(f"guard: {g['interventions']} interventions ({acts}), {g['monitored']} only monitored; "
                      f"attempted {s['attempted_actions']} actions, events {sum(tried.values())} "
                      f"({', '.join(f'{k} {v}' for k, v in tried.items())}), OR {s['attempted_oversharing_rate']}")
+    for o in report.get("observers") or ():
+        who = ", ".join(x for x in (o["organisation"], o["category"]) if x) or "not in the tracker list"
+        lines.append(f"observer {o['observer']} ({o['domain']}, {o['party']}, {who}): {o['actions']} actions; "
+                     f"received {', '.join(o['received']['attributes']) or 'no irrelevant attribute'}")
     judged = report.get("judge_stats") or {}
     if judged.get("unreadable"):
         lines.append(f"judge: {judged['unreadable']} of {judged['asked']} answers held no readable JSON (no events "

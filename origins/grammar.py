@@ -22,6 +22,7 @@ from .routes import form_int
 from .routes import path_int
 
 SHIPPED = Path(str(files("spillage.audit") / "profiles"))
+PAGE_LABELS = {"page_products": "product", "page_facets": "facet", "page_sections": "section"}   # key → what it labels
 PATTERN_KEYS = ("category_path", "section_path", "product_path", "suggest_path", "cart_add_path",
                 "facet_separator", "facet_value", "aspect_params")
 
@@ -63,6 +64,9 @@ class Grammar:
     all_categories: tuple[str, ...] = ()      # category values that choose no category
     site_params: tuple[str, ...] = ()         # parameters the site's own links add (patterns): never text typed
     ids: str = ""                             # how the site reads product ids: `int`, `int(N)` (N digits), else as text
+    page_products: tuple[str, ...] = ()       # patterns over the site's HTML pages: group `id` a product, `label` its title
+    page_facets: tuple[str, ...] = ()         # … group `id` a facet value as a URL chooses it, `label` its name
+    page_sections: tuple[str, ...] = ()       # … group `id` a section as its path names it, `label` its heading
 
     def product(self, text: str, in_form: bool = False) -> int | str | None:
         """A product id from a path (percent-decoded) or a form field, read as the site reads it: with
@@ -171,6 +175,10 @@ def load_profile(path: Path) -> tuple[str, Grammar]:
     for name in ("search_paths", "hosts", "site_params"):
         for pattern in values.get(name, ()):
             _compile(path, lines, name, pattern)
+    for name in PAGE_LABELS:
+        for pattern in values.get(name, ()):
+            if not {"id", "label"} <= set(_compile(path, lines, name, pattern).groupindex):
+                raise ProfileError(path, lines[name], name, f"'{pattern}': needs the groups (?P<id>…) and (?P<label>…)")
     for name, pattern in values.get("forms", {}).items():
         _compile(path, lines, f"forms.{name}", pattern, lines.get("forms"))
     return site.lower(), Grammar(**values)
@@ -197,8 +205,8 @@ def _is_text(node: yaml.Node) -> bool:
     return isinstance(node, yaml.ScalarNode) and not (node.tag.endswith(":null") and node.value in ("", "~", "null"))
 
 
-def _compile(path: Path, lines: dict, name: str, pattern: str, line: int | None = None) -> None:
+def _compile(path: Path, lines: dict, name: str, pattern: str, line: int | None = None) -> re.Pattern:
     try:
-        re.compile(pattern)
+        return re.compile(pattern)
     except re.error as e:
         raise ProfileError(path, line or lines.get(name), name, f"bad pattern '{pattern}': {e}") from e

@@ -15,12 +15,14 @@ from spillage.reports.document import compare_blocks
 from spillage.reports.document import excluded_blocks
 from spillage.reports.document import group_tables
 from spillage.reports.document import method_paragraph
+from spillage.reports.document import observer_blocks
 from spillage.reports.document import to_html
 from spillage.reports.document import to_markdown
 from spillage.reports.plots import draw
 from spillage.reports.plots import render
 from spillage.reports.options import DEFAULT_KEYS
 from spillage.reports.sessions import EVENT_SCHEMA
+from spillage.reports.sessions import OBSERVER_COLUMNS
 from spillage.reports.sessions import Batch
 from spillage.reports.sessions import ReportError
 from spillage.reports.options import DEFAULT_SEED
@@ -42,7 +44,7 @@ class ReportOptions:
 
 
 def write_batch_report(batch: Batch, out: Path, options: ReportOptions = ReportOptions()) -> list[Path]:
-    """Write report.md, report.html, tables.csv, sessions.csv, events.parquet, plots/*.svg (and
+    """Write report.md, report.html, tables.csv, sessions.csv, observers.csv, events.parquet, plots/*.svg (and
     compare.csv with a comparison, plots/*.png on request) into `out`; the paths written."""
     if not batch.sessions:
         raise ReportError("no session to report: " + ("; ".join(f"{n}: {why}" for n, why in batch.excluded)
@@ -62,12 +64,13 @@ def write_batch_report(batch: Batch, out: Path, options: ReportOptions = ReportO
         compared, lonely = compare_table(sessions, *options.compare, options.by, options.seed)
         blocks += compare_blocks(compared, *options.compare, options.by, lonely)
         written["compare.csv"] = csv_text(compared)
-    blocks += excluded_blocks(batch.excluded)
+    blocks += observer_blocks(batch.observers) + excluded_blocks(batch.excluded)
     written.update({
         "report.md": to_markdown(TITLE, blocks, ".png" if options.png else ".svg"),
         "report.html": to_html(TITLE, blocks),
         "tables.csv": csv_text(table),
         "sessions.csv": csv_text(sessions),
+        "observers.csv": csv_text(pd.DataFrame(batch.observers, columns=OBSERVER_COLUMNS)),
         **{f"plots/{f.name}.svg": f.svg for f in figures},
         **({f"plots/{name}.png": render(figure, name, "png") for name, figure in drawn.items()} if options.png else {}),
     })

@@ -145,6 +145,23 @@ def method_paragraph(sessions: int, excluded: int, by: tuple[str, ...], seed: in
         f"resample gave the same value (the sessions do not vary)." + flagged)
 
 
+def observer_blocks(observers: list[dict]) -> list:
+    """Who observed the sessions, by organisation (or domain, for one the tracker list does not name):
+    its party, in how many sessions, in how many of those it received an irrelevant attribute, and which."""
+    by: dict[tuple[str, str], dict] = {}
+    for o in observers:
+        seen = by.setdefault((o["organisation"] or o["domain"], o["party"]), {"sessions": set(), "received": set(),
+                                                                               "attributes": set()})
+        seen["sessions"].add(o["session"])
+        if o["attributes"]:
+            seen["received"].add(o["session"])
+            seen["attributes"].update(o["attributes"].split())
+    rows = [[who, party, str(len(v["sessions"])), str(len(v["received"])), ", ".join(sorted(v["attributes"])) or "-"]
+            for (who, party), v in sorted(by.items(), key=lambda item: (-len(item[1]["received"]), item[0]))]
+    return [Heading("Observers"), Table(["organisation or domain", "party", "sessions", "received an attribute in",
+                                         "attributes"], rows)] if rows else []
+
+
 def excluded_blocks(excluded: list[tuple[str, str]]) -> list:
     items = [f"{name}: {why}" for name, why in excluded] or ["none"]
     return [Heading("Excluded sessions"), Bullets(items)]

@@ -79,7 +79,16 @@ def header(timeline: Timeline) -> str:
             f"{escape(audit['site'])}, judge {escape(audit['judge'])} ({escape(timeline.audit_source)})</p>"
             f"<p>actions {summary['actions']}, events {sum(summary['occurrences'].values())} ({occurrences}), "
             f"OR {summary['oversharing_rate']}, task {'succeeded' if summary['task_success'] else 'not completed'}"
-            f"</p></header>")
+            f"</p>{observer_table(audit)}</header>")
+
+
+def observer_table(audit: dict) -> str:
+    """Who observed what: domain, party, organisation (audit.json's observers)."""
+    rows = "".join(f"<tr><td>{escape(o['observer'])}</td><td>{escape(o['domain'])}</td><td>{o['party']}</td>"
+                   f"<td>{escape(o['organisation'] or '')}</td><td>{escape(', '.join(o['received']['attributes']))}</td></tr>"
+                   for o in audit.get("observers") or ())
+    return (f"<table class='observers'><tr><th>observer</th><th>domain</th><th>party</th><th>organisation</th>"
+            f"<th>received</th></tr>{rows}</table>") if rows else ""
 
 
 def filters(timeline: Timeline) -> str:

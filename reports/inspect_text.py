@@ -63,6 +63,8 @@ def header_lines(timeline: Timeline, style: Style) -> list[str]:
         f"judge {audit['judge']}  ({timeline.audit_source})",
         f"actions {summary['actions']}  events {sum(summary['occurrences'].values())} ({occurrences})  "
         f"OR {summary['oversharing_rate']}  task {'succeeded' if summary['task_success'] else 'not completed'}",
+        *(f"observer {printable(o['observer'])}  {o['domain']}  {o['party']}  {o['organisation'] or '-'}  received "
+          f"{', '.join(o['received']['attributes']) or '-'}" for o in audit.get("observers") or ()),
         "",
     ]
 

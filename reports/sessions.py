@@ -46,6 +46,7 @@ class Batch:
 
     sessions: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
+    observers: list[dict] = field(default_factory=list)   # one row per session and observer (audit.json's observers)
     excluded: list[tuple[str, str]] = field(default_factory=list)  # (session folder, reason)
 
 
@@ -69,13 +70,14 @@ def load_batch(paths: list[Path], include_unverified: bool = False, bar: bool = 
         for folder in folders:
             name = folder.name if unique else str(folder)
             try:
-                session, events = read_session(folder, name)
+                session, events, observers = read_session(folder, name)
             except SessionSkipped as e:
                 batch.excluded.append((name, str(e)))
             else:
                 if session["verified"] or include_unverified:
                     batch.sessions.append(session)
                     batch.events.extend(events)
+                    batch.observers.extend(observers)
                 else:
                     batch.excluded.append((name, "capture failed verification (audited up to the damage)"))
             progress.step()
@@ -86,8 +88,9 @@ class SessionSkipped(Exception):
     """Why one session cannot be counted."""
 
 
-def read_session(folder: Path, name: str) -> tuple[dict, list[dict]]:
-    """The counts row and the event rows of one audited session, named `name`; SessionSkipped says why not."""
+def read_session(folder: Path, name: str) -> tuple[dict, list[dict], list[dict]]:
+    """The counts row, the event rows and the observer rows of one audited session, named `name`;
+    SessionSkipped says why not."""
     audit = read_json(folder / REPORT_NAME, "no audit.json (run `spillage audit`)")
     meta = read_json(folder / META_NAME, "no meta.json")
     if not isinstance(audit, dict) or audit.get("format") != FORMAT:
@@ -104,9 +107,20 @@ def read_session(folder: Path, name: str) -> tuple[dict, list[dict]]:
         row = {"session": name, **keys, **session_counts(audit)}
         events = [{"session": name, **keys, **event_row(e, audit["actions"][e["action"] - 1])}
                   for e in audit["events"]]
+        observers = [{"session": name, **observer_row(o)} for o in audit.get("observers") or ()]
     except (KeyError, TypeError, IndexError, AttributeError) as e:
         raise SessionSkipped(f"{REPORT_NAME} is malformed ({type(e).__name__}: {e})") from e
-    return row, events
+    return row, events, observers
+
+
+OBSERVER_COLUMNS = ["session", "observer", "domain", "party", "organisation", "category", "actions", "attributes"]
+
+
+def observer_row(observer: dict) -> dict:
+    """One observer of a session, flat for a table: who it is, and which irrelevant attributes it received."""
+    return {"observer": observer["observer"], "domain": observer["domain"], "party": observer["party"],
+            "organisation": observer["organisation"] or "", "category": observer["category"] or "",
+            "actions": int(observer["actions"]), "attributes": " ".join(observer["received"]["attributes"])}
 
 
 def read_json(path: Path, missing: str):

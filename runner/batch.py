@@ -326,6 +326,8 @@ def run_arguments(matrix: Matrix, run: RunSpec, audit: bool) -> list[str]:
         argv.append("--model-via-proxy")
     if matrix.isolation != "sandbox":
         argv += ["--isolation", matrix.isolation]
+    if matrix.live:
+        argv += ["--live", ",".join(matrix.live)]
     if audit:
         argv.append("--audit")
     return argv

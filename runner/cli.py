@@ -18,11 +18,15 @@ from spillage.runner.model_spec import MODEL_HELP
 from spillage.audit.guard_policy import MODES as GUARD_MODES
 from spillage.audit.judge_default import DEFAULT_JUDGE
 
+LIVE_HELP = ("let requests to these real hosts through, captured and signed (NAME, *.NAME for the names under "
+             "it, :PORT; @FILE for one a line); every other host stays refused (README, Live sites)")
+
 
 def cmd_run(args) -> int:
     from spillage.runner.model_spec import ModelSpecError
     from spillage.runner.model_spec import parse_model
     from spillage.proxy.layout import check_session_name
+    from spillage.proxy.live import live_hosts
     from spillage.runner.conditions import Condition
     from spillage.runner.session_run import AgentSpec
     from spillage.runner.session_run import run_session
@@ -35,6 +39,7 @@ def cmd_run(args) -> int:
         condition.check_guard(scenario)   # a bad policy is one line before anything starts
         if args.session_name:
             check_session_name(args.session_name)
+        live = live_hosts(args.live)
     except ValueError as e:
         progress(str(e))
         return 2
@@ -67,7 +72,8 @@ def cmd_run(args) -> int:
         return 2
     try:
         result = run_session(scenario, agent, args.runs_dir, spillage_home(args), args.timeout,
-                             progress, args.seed, condition, args.session_name, args.model_via_proxy, isolation)
+                             progress, args.seed, condition, args.session_name, args.model_via_proxy, isolation,
+                             live)
     except FileExistsError as e:
         progress(f"session folder exists already: {e.filename}")
         return 2
@@ -197,6 +203,8 @@ def preflight_models(models: list[str]) -> None:
 def cmd_proxy_start(args) -> int:
     from spillage.audit.guard_policy import PolicyError
     from spillage.audit.guard_policy import policy_for
+    from spillage.proxy.live import LiveError
+    from spillage.proxy.live import live_hosts
     from spillage.runner.proxy_start import run_proxy
     from spillage.runner.stack import Guard
 
@@ -208,10 +216,11 @@ def cmd_proxy_start(args) -> int:
     guard = Guard(args.guard, str(args.guard_policy or ""))
     try:
         policy_for(args.guard, args.guard_policy, scenario.irrelevant if scenario else ())
-    except PolicyError as e:
+        live = live_hosts(args.live)
+    except (PolicyError, LiveError) as e:
         progress(str(e))
         return BAD_INPUT
-    return run_proxy(spillage_home(args), args.runs_dir, args.port, progress, scenario, guard)
+    return run_proxy(spillage_home(args), args.runs_dir, args.port, progress, scenario, guard, live)
 
 
 def cmd_origins_serve(args) -> int:
@@ -482,6 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model-via-proxy", action="store_true",
                      help="send the agent's model calls through the proxy too: captured, and the model "
                           "provider shows as an observer of its own (default: direct, not captured)")
+    run.add_argument("--live", action="append", metavar="HOST[,HOST...]", help=LIVE_HELP)
     run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS)
     run.add_argument("--session-name", help="name of the session folder (default: time, scenario, agent)")
     run.add_argument("--audit", action="store_true", help="write audit.json and print its summary when done")
@@ -527,6 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the leak guard (docs/GUARD.md): it guards the --scenario's irrelevant attributes, or "
                             "those of --guard-policy")
     start.add_argument("--guard-policy", type=Path, metavar="FILE", help="the guard's rules and attributes")
+    start.add_argument("--live", action="append", metavar="HOST[,HOST...]", help=LIVE_HELP)
     start.set_defaults(func=cmd_proxy_start)
 
     origins = sub.add_parser("origins", help="our local sites").add_subparsers(dest="origins_cmd", required=True)

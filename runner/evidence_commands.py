@@ -47,6 +47,7 @@ def cmd_seal(args) -> int:
 
 def cmd_prove(args) -> int:
     from spillage.proxy.layout import LOG_NAME
+    from spillage.proxy.live import live_notice
     from spillage.proxy.proofs import ProofError
     from spillage.proxy.proofs import ProofRequestError
     from spillage.proxy.proofs import prove_consistency
@@ -70,6 +71,9 @@ def cmd_prove(args) -> int:
         return fail(str(e), BAD_INPUT if isinstance(e, ProofRequestError) else DAMAGED)
     except SigningKeyError as e:
         return fail(str(e), BAD_INPUT)
+    notice = live_notice(session, f"the {what}")
+    if notice:   # a proof holds its record as signed: nothing in it can be redacted
+        print(f"spillage: {notice}; a proof holds its record as captured", file=sys.stderr)
     if args.out in (None, "-"):
         sys.stdout.write(text)
     else:

@@ -123,6 +123,7 @@ def cmd_export(args) -> int:
     from spillage.proxy.capturelog import CaptureError
     from spillage.proxy.documents import DocumentError
     from spillage.proxy.formats.exports import export_session
+    from spillage.proxy.live import live_notice
     from spillage.proxy.verify import verify
 
     session, out = Path(args.session), Path(args.out)
@@ -134,14 +135,19 @@ def cmd_export(args) -> int:
     if not out.parent.is_dir():
         return fail(f"{out.parent}: no such folder")
     try:
-        n = export_session(session, args.format, out)
+        n = export_session(session, args.format, out, args.redact_cookies)
     except DocumentError as e:
         return fail(str(e))
     except (CaptureError, ValueError) as e:
         return fail(f"{session / LOG_NAME}: {e}")
     except OSError as e:
         return fail(f"{e.filename or out}: {e.strerror or e}")
-    print(f"spillage: exported {n} exchanges of {session.name} as {args.format}", file=sys.stderr)
+    print(f"spillage: exported {n} exchanges of {session.name} as {args.format}"
+          + (", credentials redacted" if args.redact_cookies else ""), file=sys.stderr)
+    notice = live_notice(session, "the export")
+    if notice:
+        print(f"spillage: {notice}" + ("; their header values are redacted, not what URLs and bodies carry"
+                                       if args.redact_cookies else "; --redact-cookies keeps them out"), file=sys.stderr)
     print(out)
     return 0
 
@@ -170,5 +176,8 @@ def add_commands(sub) -> None:
     exp.add_argument("session", type=Path, help="session folder")
     exp.add_argument("--format", required=True, choices=FORMATS)
     exp.add_argument("--out", required=True, type=Path, help="the file to write (replaced atomically)")
+    exp.add_argument("--redact-cookies", action="store_true",
+                     help="replace the values of cookies and other credentials in headers by REDACTED (names "
+                          "kept): a file to share from a session on live sites")
     exp.set_defaults(func=cmd_export)
 

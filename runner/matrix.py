@@ -15,6 +15,7 @@
     seed: 0                           # catalog seed of the sites
     model_via_proxy: false            # send model calls through the proxy (the provider as observer)
     isolation: sandbox                # or none: each run's agent without a sandbox (docs/EVIDENCE.md)
+    live: ["*.amazon.com", "@live-hosts.txt"]   # optional: real hosts the runs reach (README, Live sites)
 
 The format is in docs/BATCH.md. Errors are one line: `FILE:LINE: key: problem`.
 """
@@ -27,6 +28,8 @@ from pathlib import Path
 from spillage.audit.guard_policy import MODES as GUARD_MODES
 from spillage.proxy.documents import DocumentError
 from spillage.proxy.documents import load_yaml
+from spillage.proxy.live import LiveError
+from spillage.proxy.live import live_hosts
 from spillage.runner.conditions import PROMPTS
 from spillage.runner.conditions import Condition
 from spillage.runner.console import ISOLATION
@@ -42,7 +45,7 @@ from spillage.scenarios.model import Scenario
 
 FRAMEWORKS = ("browser-use", "autogen")
 KEYS = {"name", "scenarios", "styles", "frameworks", "models", "conditions", "repeats", "max_steps",
-        "timeout", "seed", "model_via_proxy", "isolation"}
+        "timeout", "seed", "model_via_proxy", "isolation", "live"}
 CONDITION_KEYS = {"name", "prompt", "system_note", "guard", "guard_policy"}
 
 
@@ -92,6 +95,7 @@ class Matrix:
     seed: int
     model_via_proxy: bool
     isolation: str = "sandbox"
+    live: tuple[str, ...] = ()
 
 
 MAX_RUNS = 100_000          # a matrix of more cells is a mistake (the paper's is 1,080)
@@ -137,7 +141,7 @@ def load_matrix(path: Path) -> Matrix:
                   max_steps=fields.number("max_steps", 50, minimum=1),
                   timeout=float(fields.number("timeout", 300, minimum=1)),
                   seed=fields.number("seed", 0), model_via_proxy=fields.flag("model_via_proxy"),
-                  isolation=fields.choice("isolation", ISOLATION))
+                  isolation=fields.choice("isolation", ISOLATION), live=fields.live())
 
 
 class _Reader:
@@ -178,6 +182,16 @@ class _Reader:
         if not isinstance(value, bool):
             raise self.error(key, f"expected true or false, not {value!r}")
         return value
+
+    def live(self) -> tuple[str, ...]:
+        """The live hosts' patterns (proxy/live.py); an @FILE is read from beside the matrix file."""
+        if "live" not in self.data:
+            return ()
+        values = [v if not v.startswith("@") else "@" + str(self.path.parent / v[1:]) for v in self.strings("live")]
+        try:
+            return live_hosts(values, "live")
+        except LiveError as e:
+            raise self.error("live", str(e).removeprefix("live: ")) from None
 
     def scenarios(self) -> list[tuple[Scenario, str]]:
         """(scenario, reference for `spillage run --scenario`) for every scenario named, after `styles`."""

@@ -14,6 +14,7 @@ from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import create_session
 from spillage.proxy.layout import seal_permissions
 from spillage.proxy.layout import write_meta
+from spillage.proxy.live import live_meta
 from spillage.proxy.mitm.ca import ensure_ca
 from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.undumpable import forbid_dumps
@@ -30,17 +31,18 @@ if TYPE_CHECKING:  # the scenario model (and YAML) is imported only when there i
 
 
 def run_proxy(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | None = None,
-              guard: Guard = Guard()) -> int:
+              guard: Guard = Guard(), live: tuple[str, ...] = ()) -> int:
     """Capture until Ctrl-C or SIGTERM (or until the proxy dies, which is said at once); 0 when the log
     was sealed by the proxy and verifies, 1 otherwise. With a `scenario`, the session keeps its copy
     and the sites carry its surfaces, so `audit`, `report` and `inspect` take the session as it is.
-    A Ctrl-C while the stack starts is kept: the stack stops as soon as it is up, and seals."""
+    A Ctrl-C while the stack starts is kept: the stack stops as soon as it is up, and seals. Requests
+    to the `live` hosts (proxy/live.py patterns) reach the real sites, captured."""
     with Interrupts() as interrupts:
-        return capture(home, runs_dir, port, log, scenario, guard, interrupts)
+        return capture(home, runs_dir, port, log, scenario, guard, interrupts, live)
 
 
 def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | None, guard: Guard,
-            interrupts: Interrupts) -> int:
+            interrupts: Interrupts, live: tuple[str, ...]) -> int:
     forbid_dumps()   # this process holds the keys
     ca = ensure_ca(home / "ca")
     scenarios, added = None, False
@@ -56,7 +58,7 @@ def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | Non
         (session_dir / SCENARIO_COPY).write_text(scenario_yaml(scenario), encoding="utf-8")  # the guard reads it
         guard = Guard(guard.mode, guard.policy, session_dir / SCENARIO_COPY)
     stack = Stack(session_dir, ca, load_or_create_key(home), catalog, tool="spillage proxy start",
-                  proxy_port=port, log=log, guard=guard, isolation=EXTERNAL)
+                  proxy_port=port, log=log, guard=guard, isolation=EXTERNAL, live=live)
     stack.launch()   # the servers boot while meta.json is written
     try:
         meta = {"session": session_dir.name, "spillage": SPILLAGE_VERSION,
@@ -64,7 +66,7 @@ def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | Non
                 "catalog": {"sha256": catalog_sha256, "seed": 0, "adds": scenario.id if added else None},
                 "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
                 "signing": {"key": stack.key_fingerprint, "session_key": stack.session_key.key},
-                "isolation": {"level": EXTERNAL},
+                "isolation": {"level": EXTERNAL}, **live_meta(live),
                 "started": utc_timestamp(), "status": "running",
                 **({"guard": {"mode": guard.mode, "policy": guard.policy or None}} if guard.mode != "off" else {})}
         if scenario is not None:
@@ -80,6 +82,8 @@ def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | Non
         print(f"ca       {ca.cert_file}")
         print(f"spki     {ca.spki_pin}")
         print(f"session  {session_dir}")
+        if live:
+            print(f"live     {', '.join(live)} (reached on the real web, captured; every other host is refused)")
         print(f"chromium --proxy-server={stack.proxy_url} --proxy-bypass-list='<-loopback>' "
               f"--ignore-certificate-errors-spki-list={ca.spki_pin} "
               '--user-data-dir="$(mktemp -d)"', flush=True)  # Chromium ignores the pin without it

@@ -23,6 +23,7 @@ from spillage.proxy.layout import create_session
 from spillage.proxy.layout import create_work_folder
 from spillage.proxy.layout import seal_permissions
 from spillage.proxy.layout import write_meta
+from spillage.proxy.live import live_meta
 from spillage.proxy.mitm.ca import ensure_ca
 from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.undumpable import forbid_dumps
@@ -255,7 +256,8 @@ def benchmark_own(scenario: Scenario) -> bool:
 def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
                 home: Path, timeout: float = 300, log=print, seed: int = 0,
                 condition: Condition = Condition(), session_name: str | None = None,
-                model_via_proxy: bool = False, isolation: Isolation = Isolation("sandbox")) -> SessionResult:
+                model_via_proxy: bool = False, isolation: Isolation = Isolation("sandbox"),
+                live: tuple[str, ...] = ()) -> SessionResult:
     """Start origins and proxy, run the agent behind them, seal the log; everything lands in a new session
     folder (named `session_name`, or by time, scenario and agent), and the agent works in its own folder
     beside it, isolated as `isolation` says (docs/EVIDENCE.md; runner/sandbox.py).
@@ -263,7 +265,8 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     The sites' catalog is generated with `seed` from the benchmark, plus `scenario` when it is not one of it,
     once: it is kept in the spillage home by content hash, which meta.json records. The agent gets the
     prompt and system note of `condition`. With `model_via_proxy` the agent's calls to its model endpoint
-    go through the proxy too, and are captured (the provider becomes an observer).
+    go through the proxy too, and are captured (the provider becomes an observer). Requests to the
+    `live` hosts (proxy/live.py patterns) reach the real sites, captured; meta.json names them.
     The CA and the signing key are those of the spillage `home`."""
     task = condition.task(scenario)
     scenarios, added = catalog_scenarios(scenario)
@@ -292,6 +295,7 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
         "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
         "work": str(work),
         "isolation": isolation.describe(),
+        **live_meta(live),
         "started": utc_timestamp(),
         "status": "running",
     }
@@ -301,7 +305,7 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     try:
         catalog, meta["catalog"]["sha256"] = stored_catalog(home, scenarios, seed)
         stack = Stack(session_dir, ca, signing_key, catalog, log=log, isolation=isolation.level,
-                      model_hosts=(routed_model,) if routed_model else (),
+                      model_hosts=(routed_model,) if routed_model else (), live=live,
                       guard=Guard(condition.guard, condition.guard_policy, session_dir / SCENARIO_COPY))
         meta["signing"] = {"key": stack.key_fingerprint}
         with stack:

@@ -90,6 +90,7 @@ class Stack:
     proxy_port: int = 0
     inline_limit: int | None = None
     model_hosts: tuple[str, ...] = ()  # model endpoints the proxy lets through (--model-via-proxy)
+    live: tuple[str, ...] = ()         # live hosts the proxy lets through (--live, proxy/live.py patterns)
     guard: Guard = Guard()
     isolation: str | None = None      # how the agent is isolated, stated in the session key's certificate
     log: Callable[[str], None] = print
@@ -119,7 +120,7 @@ class Stack:
             with socket.create_server(("127.0.0.1", 0)) as listener:
                 origin = f"127.0.0.1:{listener.getsockname()[1]}"
                 argv = mitmdump_command(self.ca, origin, self.session_dir, self.proxy_port, self.inline_limit,
-                                        self.model_hosts, self._key_pipe, guarded)
+                                        self.model_hosts, self._key_pipe, guarded, self.live)
                 if guarded:
                     argv += guard_options(self.guard, self.catalog)
                 self.proxy = Child("proxy", argv, PROXY_READY, self.session_dir / PROXY_LOG,

@@ -198,6 +198,7 @@ def test_a_users_profile_replaces_a_shipped_grammar_and_keeps_the_catalog(tmp_pa
     ("site: a.example\nsite: b.example\n", r":2: site: given twice"),
     ("site: [a\n", r":2: not valid YAML"),
     ("- site\n", r":1: expected a mapping of keys"),
+    ("site: a.example\npage_products: ['<h2>(?P<label>.+)</h2>']\n", r":2: page_products: .*needs the groups"),
 ])
 def test_bad_profile_files_are_one_line_naming_file_line_and_key(tmp_path, text, message):
     path = tmp_path / "bad.yaml"
@@ -224,3 +225,35 @@ def test_audit_with_a_bad_profile_folder_is_one_line_and_exit_2(tmp_path, capsys
 def test_load_grammars_reads_every_yaml_of_a_folder(tmp_path):
     (tmp_path / "one.yaml").write_text("site: One.Example\n")
     assert list(load_grammars([tmp_path], shipped=False)) == ["one.example"]
+
+
+def test_pages_of_a_site_we_did_not_build_label_what_can_be_chosen(sites, tmp_path):
+    """A search page (gzip, as the real sites send it) labels its products and refinements; the list and the
+    card markup of eBay's both label an item; a profile of one's own labels sections."""
+    import gzip
+
+    from spillage.audit.page_labels import PageLabels
+
+    learned = PageLabels()
+    amazon = (b'<div data-asin="B07D9CQZM6" data-component-type="s-search-result"><h2 aria-label="x" class="a">'
+              b'<span>Fellow Stagg &amp; Kettle</span></h2></div><div data-asin="B000000002"><img></div>'
+              b'<a href="/s?k=kettle&amp;rh=n%3A1%2Cp_89%3ABosch"><span class="a-size-base a-color-base">Bosch</span></a>')
+    learned.learn(sites["amazon.com"], [["Content-Type", "text/html; charset=UTF-8"], ["Content-Encoding", "gzip"]],
+                  gzip.compress(amazon))
+    assert learned.label(sites["amazon.com"], "product", "B07D9CQZM6") == "Fellow Stagg & Kettle"
+    assert learned.label(sites["amazon.com"], "product", "B000000002") is None   # no title of its own
+    assert learned.label(sites["amazon.com"], "facet", "p_89:Bosch") == "Bosch"
+    ebay = (b'<a class="s-item__link" href="https://www.ebay.com/itm/304000000001?hash=1"><div class="s-item__title">'
+            b'<span role="heading" aria-level="3"><span class="LIGHT_HIGHLIGHT">New Listing</span>Canon AE-1</span></div></a>'
+            b'<li class="s-card" data-listingid="304000000002"><div class="s-card__title"><span class="su">Nikon FM2</span>')
+    learned.learn(sites["ebay.com"], [["content-type", "text/html"]], ebay)
+    assert learned.label(sites["ebay.com"], "product", "304000000001") == "Canon AE-1"
+    assert learned.label(sites["ebay.com"], "product", "304000000002") == "Nikon FM2"
+    learned.learn(sites["amazon.com"], [["content-type", "application/json"]], amazon.replace(b"Fellow", b"Other"))
+    assert learned.label(sites["amazon.com"], "product", "B07D9CQZM6") == "Fellow Stagg & Kettle"   # not a page
+    (tmp_path / "mine.yaml").write_text("site: shop.example\nsection_path: '/c/([a-z-]+)'\n"
+                                        "page_sections: ['<a href=\"/c/(?P<id>[a-z-]+)\"><h3>(?P<label>[^<]+)</h3>']\n")
+    mine = site_profiles(profile_dirs=[tmp_path], benchmark=False)["shop.example"]
+    learned.learn(mine, [["content-type", "text/html"]], b'<a href="/c/for-new-moms"><h3>For new moms</h3></a>')
+    assert PageLabels.reads(mine) and not PageLabels.reads(sites["shop.test"])
+    assert learned.label(mine, "section", "for-new-moms") == "For new moms"

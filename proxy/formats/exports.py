@@ -3,6 +3,8 @@ flows or pcap. The output file appears whole, or not at all.
 
 Derived records (beacon, form) and session markers are not exported: an import derives them again.
 A refused request is exported as the 403 the proxy answered it with, which is how imports recognise it.
+With `redact_cookies` the values of credentials in headers (Cookie, Set-Cookie, Authorization and
+their kin) are replaced by REDACTED, their names kept: a file to share from a live session.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from spillage.proxy.formats.exchange import make_request
 from spillage.proxy.formats.exchange import make_response
 
 REFUSAL_HEADERS = [("Content-Type", "text/plain; charset=utf-8")]
+CREDENTIAL_HEADERS = {"cookie", "set-cookie", "set-cookie2", "authorization", "proxy-authorization",
+                      "x-csrf-token", "x-xsrf-token", "x-api-key", "x-amz-security-token"}
+REDACTED = "REDACTED"
 UNKNOWN = {UNKNOWN_BODY.format(which): which for which in (REQUEST, RESPONSE)}
 
 
@@ -73,10 +78,39 @@ def session_exchanges(session_dir: Path) -> Iterator[Exchange]:
     yield from pending.values()
 
 
-def export_session(session_dir: Path, fmt: str, out: Path) -> int:
-    """Write the session as `fmt` to `out` atomically (a temporary file next to it, renamed); the
-    number of exchanges written."""
+def redacted_value(name: str, value: str) -> str:
+    """`value` of header `name` with its credentials replaced: cookies keep their names (and a
+    Set-Cookie its attributes), an Authorization its scheme."""
+    name = name.lower()
+    if name == "cookie":
+        return "; ".join(f"{c.split('=', 1)[0].strip()}={REDACTED}" for c in value.split(";") if c.strip())
+    if name.startswith("set-cookie"):
+        first, sep, attributes = value.partition(";")
+        return f"{first.split('=', 1)[0].strip()}={REDACTED}{sep}{attributes}"
+    if name.endswith("authorization") and " " in value.strip():
+        return f"{value.strip().split(' ', 1)[0]} {REDACTED}"
+    return REDACTED
+
+
+def redact(message: http.Message) -> None:
+    for name in {k for k in message.headers if k.lower() in CREDENTIAL_HEADERS}:
+        message.headers.set_all(name, [redacted_value(name, v) for v in message.headers.get_all(name)])
+
+
+def redact_cookies(exchanges: Iterator[Exchange]) -> Iterator[Exchange]:
+    for x in exchanges:
+        redact(x.request)
+        if x.response is not None:
+            redact(x.response)
+        yield x
+
+
+def export_session(session_dir: Path, fmt: str, out: Path, redact: bool = False) -> int:
+    """Write the session as `fmt` to `out` atomically (a temporary file next to it, renamed), with
+    credentials redacted when `redact`; the number of exchanges written."""
     exchanges = session_exchanges(Path(session_dir))
+    if redact:
+        exchanges = redact_cookies(exchanges)
     if fmt == "har":
         from spillage.proxy.formats.har import write_har
         with atomic_file(out, "w") as f:

@@ -5,6 +5,7 @@ import sys
 from importlib.util import find_spec
 from pathlib import Path
 
+from spillage.proxy.live import FAKE_INTERNET_ENV
 from spillage.proxy.mitm.ca import CertAuthority
 
 # Located by name: the evidence core never imports the addons (they import it).
@@ -26,11 +27,14 @@ def mitmdump_command(
     model_hosts: tuple[str, ...] = (),
     signer_fd: int | None = None,
     guarded: bool = False,
+    live: tuple[str, ...] = (),
 ) -> list[str]:
     """argv for mitmdump on 127.0.0.1:`port` with our addons (and the leak guard when `guarded`; its
     options are the caller's), capturing into `session_dir`; requests to `model_hosts` (HOST:PORT)
-    pass the egress policy; the log is signed with the session key the runner writes to the
-    inherited pipe `signer_fd`. Run it with `mitmdump_env(ca)`: that is how it finds its CA."""
+    pass the egress policy, and so do requests to the `live` hosts (proxy/live.py patterns), reached
+    through the tests' fake internet when $SPILLAGE_FAKE_INTERNET names one; the log is signed with the
+    session key the runner writes to the inherited pipe `signer_fd`. Run it with `mitmdump_env(ca)`:
+    that is how it finds its CA."""
     argv = [
         str(mitmdump_path()),
         "--listen-host", "127.0.0.1",
@@ -48,6 +52,10 @@ def mitmdump_command(
         argv += ["--set", f"spillage_signer_fd={signer_fd}"]
     for host in model_hosts:
         argv += ["--set", f"spillage_model_hosts={host}"]
+    for pattern in live:
+        argv += ["--set", f"spillage_live={pattern}"]
+    if live and os.environ.get(FAKE_INTERNET_ENV):
+        argv += ["--set", f"spillage_live_map={os.environ[FAKE_INTERNET_ENV]}"]
     return argv
 
 
