@@ -105,7 +105,7 @@ def success_vs_or(table: pd.DataFrame, by: tuple[str, ...]) -> Figure:
     ax = figure.add_axes((0.1, 0.12, 0.5, 0.8))
     ax.set_xlim(rate_axis(table["or_all_high"].fillna(table["or_all"])))
     ax.set_ylim(low, high)
-    ax.yaxis.set_major_locator(MaxNLocator(5, steps=[1, 2, 2.5, 5, 10]))
+    ax.set_yticks([t for t in MaxNLocator(4, steps=[1, 2, 2.5, 5, 10]).tick_values(low, high) if 0 <= t <= 1])
     ax.set_xlabel("OR (all categories)")
     ax.set_ylabel("task success")
     ax.grid(color="#eeeeee")
