@@ -144,8 +144,9 @@ def record_section(timeline: Timeline, record: dict, forms: list[str] = (), raw:
     `stored` one hidden under its id, for the "records" button to copy."""
     title = f"seq {record['seq']} · {escape(record['kind'])} · {escape(record['ts'])}"
     blocks = "".join(f"<pre>{on_wire(block, raw, forms)}</pre>" for block in record_blocks(timeline.folder, record, forms))
-    return (f"<section class='record{' proving' if proving else ''}'{f' id=r{record['seq']} hidden' if stored else ''}>"
-            f"<h3>{title}</h3>{blocks}</section>")
+    css = "record proving" if proving else "record"
+    stored_as = f" id='r{record['seq']}' hidden" if stored else ""
+    return f"<section class='{css}'{stored_as}><h3>{title}</h3>{blocks}</section>"
 
 
 def decoding(evidence: EventEvidence, matches: list[str]) -> str:
