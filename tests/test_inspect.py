@@ -91,6 +91,13 @@ def test_html_escapes_every_captured_string(session):
                for url in re.findall(r"<[^>]*\s(?:src|href)=['\"]?([^'\" >]*)", page))
 
 
+def test_an_unsigned_log_has_no_proof_to_offer_and_says_why(session):
+    page = timeline_html(load_timeline(session))
+    assert "a class='download'" not in page
+    assert re.search(r"No inclusion proof of seq \d+: \S+capture.jsonl: the log is unsigned, so nothing can be "
+                     r"proved from it\.", page)
+
+
 @pytest.mark.e2e
 def test_payloads_do_not_run_in_chromium_and_records_open_on_click(session, tmp_path, capsys):
     from cdp import launch
