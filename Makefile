@@ -12,7 +12,7 @@ SCENARIO ?= shop-kettle-chat
 TRACKERDB_VERSION ?= 1.0.945
 TRACKERDB := $(VENV)/share/spillage/trackerdb
 
-.PHONY: demo test test-fast icu trackerdb chromium tshark curl bwrap go autogen screenshots report-example bench bench-runs clean
+.PHONY: demo test test-fast icu trackerdb chromium tshark curl bwrap go autogen screenshots report-example page-screenshots bench bench-runs clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or run make PYTHON=/path/to/python3.12"; exit 1; }
@@ -110,6 +110,14 @@ report-example: $(STAMP) chromium autogen
 		--compare model=scripted:minimal model=scripted:oversharer
 	$(BIN)/spillage inspect $(REPORT_RUNS)/sessions/shop-kettle-chat--browser-use--scripted-oversharer--original--r1 \
 		> docs/report-example/inspect.txt
+
+# The forensic page (an event clicked) and report.html of the report example in Debian's chromium at
+# 1300 and 800 px, checked for layout faults first (docs/REPORTS.md, tests/pages.py).
+page-screenshots: $(STAMP) chromium
+	$(BIN)/spillage inspect $(REPORT_RUNS)/sessions/shop-kettle-chat--browser-use--scripted-oversharer--original--r1 \
+		--html $(REPORT_RUNS)/inspect.html
+	$(BIN)/python tests/pages.py $(REPORT_RUNS)/inspect.html docs/screenshots/inspect --click '.event[data-category=C_E] button'
+	$(BIN)/python tests/pages.py docs/report-example/report.html docs/screenshots/report
 
 # Every row of docs/BENCHMARKS.md, each against its anchor measured in the same run (about an hour;
 # needs ab: apt-get install apache2-utils). The smoke matrix at --jobs 1 and 2 is `make bench-runs`.

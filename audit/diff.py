@@ -3,13 +3,15 @@ events the audit derives. Fields that change from run to run by nature (times, c
 order of records) are counted as volatile, never reported as differences. docs/REPLAY.md.
 """
 
-import difflib
 import json
 import re
 from collections import Counter
+from collections import deque
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
+
+from rapidfuzz.distance import LCSseq
 
 from spillage.audit.session_audit import AuditError
 from spillage.audit.session_audit import audit_session
@@ -145,22 +147,47 @@ def header_set(headers) -> Counter:
     return Counter((k.lower(), v) for k, v in headers if k.lower() not in VOLATILE_HEADERS | HOP_BY_HOP)
 
 
+def alignment(a: list, b: list) -> list[tuple[str, int, int, int, int]]:
+    """(tag, i1, i2, j1, j2) blocks, as difflib names them, of a longest common subsequence of `a` and
+    `b` (rapidfuzz's LCSseq): `equal` blocks pair the most items that any order-keeping pairing can."""
+    return [(op.tag, op.src_start, op.src_end, op.dest_start, op.dest_end) for op in LCSseq.opcodes(a, b)]
+
+
+def pairing(a: list, b: list, again_a: list, again_b: list) -> tuple[list[tuple[int, int]], list[tuple[int, int]],
+                                                                    list[int], list[int]]:
+    """How two lists of keys pair: (the index pairs of a longest common subsequence of `a` and `b`; those
+    left over whose `again_` keys are equal, paired in turn: the same request made at another point of
+    the order; the unpaired indices of `a`; of `b`)."""
+    in_order, left_a, left_b = [], [], []
+    for tag, i1, i2, j1, j2 in alignment(a, b):
+        if tag == "equal":
+            in_order += zip(range(i1, i2), range(j1, j2))
+        else:
+            left_a += range(i1, i2)
+            left_b += range(j1, j2)
+    waiting: dict = {}
+    for j in left_b:
+        waiting.setdefault(again_b[j], deque()).append(j)
+    moved = [(i, waiting[again_a[i]].popleft()) for i in left_a if waiting.get(again_a[i])]
+    paired_a, paired_b = {i for i, _ in moved}, {j for _, j in moved}
+    return in_order, moved, [i for i in left_a if i not in paired_a], [j for j in left_b if j not in paired_b]
+
+
 def compare_exchanges(a: SessionView, b: SessionView, differences: list, volatile: Counter) -> int:
-    """Pair the requests by method and URL in order; add what differs; the number of pairs."""
-    matcher = difflib.SequenceMatcher(None, [e.key for e in a.exchanges], [e.key for e in b.exchanges],
-                                      autojunk=False)
-    paired = 0
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
-            differences += [{"what": "only in A", "a_seq": e.seq, "method": e.method, "url": e.url}
-                            for e in a.exchanges[i1:i2]]
-            differences += [{"what": "only in B", "b_seq": e.seq, "method": e.method, "url": e.url}
-                            for e in b.exchanges[j1:j2]]
-            continue
-        for x, y in zip(a.exchanges[i1:i2], b.exchanges[j1:j2]):
-            paired += 1
-            compare_pair(x, y, a.secrets, b.secrets, differences, volatile)
-    return paired
+    """Pair the requests by method and URL, in order where they can be, then the same requests (body
+    too) made in another order; add what differs; the number of pairs."""
+    in_order, moved, only_a, only_b = pairing([e.key for e in a.exchanges], [e.key for e in b.exchanges],
+                                              [(*e.key, e.request_body) for e in a.exchanges],
+                                              [(*e.key, e.request_body) for e in b.exchanges])
+    differences += [{"what": "only in A", "a_seq": e.seq, "method": e.method, "url": e.url}
+                    for e in (a.exchanges[i] for i in only_a)]
+    differences += [{"what": "only in B", "b_seq": e.seq, "method": e.method, "url": e.url}
+                    for e in (b.exchanges[j] for j in only_b)]
+    for i, j in sorted(in_order + moved):
+        compare_pair(a.exchanges[i], b.exchanges[j], a.secrets, b.secrets, differences, volatile)
+    if moved:
+        volatile["requests in another order"] += len(moved)
+    return len(in_order) + len(moved)
 
 
 def compare_pair(x: Exchange, y: Exchange, x_secrets: set[str], y_secrets: set[str], differences: list,
@@ -201,7 +228,7 @@ def compare_audits(a: SessionView, b: SessionView, differences: list) -> dict:
         return {"skipped": str(e)}
     ka = [action_key(x, a.secrets) for x in ra["actions"]]
     kb = [action_key(x, b.secrets) for x in rb["actions"]]
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in alignment(ka, kb):
         if tag != "equal":
             differences += [{"what": "action only in A", "a_seq": x["seq"], "detail": describe(x)}
                             for x in ra["actions"][i1:i2]]

@@ -227,6 +227,36 @@ def write_report(session_dir: Path, report: dict) -> Path:
     return path
 
 
+def recovered_by(report: dict) -> dict[str, list[str]]:
+    """Observer → the irrelevant attributes it could recover, most first: sites, trackers and the model
+    provider alike."""
+    found: dict[str, list[str]] = {}
+    for attribute in report["recoveries"]["attributes"]:
+        for observer in attribute["observers"]:
+            found.setdefault(observer, []).append(attribute["attribute"])
+    return {o: sorted(names) for o, names in sorted(found.items(), key=lambda item: (-len(item[1]), item[0]))}
+
+
+def recovered_text(report: dict) -> str:
+    """'recovered 2/5 irrelevant attributes (first party 0.4, third party 0.4): laid-off, pregnant', counting
+    an attribute that any observer, the model provider included, could recover."""
+    s, attributes = report["summary"], report["recoveries"]["attributes"]
+    names = [a["attribute"] for a in attributes if a["recovered"] or a["observers"]]
+    provider = s.get("model_provider_recovery_rate")
+    return (f"recovered {len(names)}/{report['recoveries']['total']} irrelevant attributes (first party "
+            f"{s['first_party_recovery_rate']}, third party {s['third_party_recovery_rate']}"
+            + (f", model provider {provider}" if provider is not None else "") + "): "
+            + (", ".join(sorted(names)) or "none"))
+
+
+def observers_lines(report: dict) -> list[str]:
+    """A line naming every observer that could recover something, with how many irrelevant attributes
+    and which; none when nothing was recovered."""
+    total, found = report["recoveries"]["total"], recovered_by(report)
+    return [f"recovered by {'; '.join(f'{o} {len(names)}/{total} ({', '.join(names)})' for o, names in found.items())}"
+            ] if found else []
+
+
 def summary_text(report: dict) -> str:
     """A few human lines for a terminal."""
     s = report["summary"]
@@ -243,10 +273,8 @@ def summary_text(report: dict) -> str:
         f"session {report['session']}  scenario {report['scenario']}  judge {report['judge']}",
         f"capture {verified}: {capture['audited_records']} of {capture['records']} records",
         f"actions {s['actions']}  events {sum(s['occurrences'].values())} ({occ})  OR {s['oversharing_rate']}",
-        f"task {'succeeded' if s['task_success'] else 'not completed'}; recovered "
-        f"{report['recoveries']['recovered']}/{report['recoveries']['total']} irrelevant attributes "
-        f"(first party {s['first_party_recovery_rate']}, third party {s['third_party_recovery_rate']}): "
-        + (", ".join(s["leaked_attributes"]) or "none"),
+        f"task {'succeeded' if s['task_success'] else 'not completed'}; " + recovered_text(report),
+        *observers_lines(report),
     ]
     if "guard" in report:
         g, tried = report["guard"], s["attempted_occurrences"]

@@ -13,11 +13,13 @@ it (checkpoint.note). Any tlog-proof verifier checks it with the issuer's verifi
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from spillage.proxy.capturelog import MAX_LINE_BYTES
+from spillage.proxy.capturelog import Line
 from spillage.proxy.capturelog import canonical_json
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import record_hash
@@ -72,54 +74,69 @@ class SignedLog:
     signer: dict
     heads: dict[int, dict]      # tree size -> checkpoint fields that sign it
     final: int                  # tree size of the final checkpoint
-    lines: dict[int, bytes]     # seq -> the record's line (only the one asked for)
+    lines: dict[int, Line]      # seq -> the record's line (only the ones asked for)
+
+    def covers(self, seq: int) -> None:
+        """ProofRequestError unless the final signed head covers record `seq`."""
+        if not 0 <= seq < self.final:
+            raise ProofRequestError(f"seq {seq}: the final signed head covers records 0 to {self.final - 1}")
 
 
-def read_signed_log(session: Path, key: str | None, keep: int | None = None) -> SignedLog:
-    """The signed log of `session`, which must verify (pinned to `key` when given), with the line of
-    record `keep`."""
+def read_signed_log(session: Path, key: str | None, keep: Iterable[int] = ()) -> SignedLog:
+    """The signed log of `session`, which must verify (pinned to `key` when given), with the lines of
+    the records `keep`."""
     result = verify(session, key)
     if not result.ok:
         raise ProofError(f"the log does not verify: {result.summary()}")
     if result.signed is None:
         raise ProofRequestError(f"{capture_path(session)}: the log is unsigned, so nothing can be proved from it")
-    leaves, heads, signer, lines = [], {}, {}, {}
+    leaves, heads, signer, lines, keep = [], {}, {}, {}, set(keep)
     for line in iter_records(session):
         rec = line.record
         if rec["kind"] == "signer":
             signer = {k: rec[k] for k in SIGNER_FIELDS}
         if rec["kind"] == "checkpoint":
             heads[rec["records"]] = {k: rec[k] for k in HEAD_FIELDS}
-        if rec["seq"] == keep:
-            lines[keep] = line.raw
+        if rec["seq"] in keep:
+            lines[rec["seq"]] = line
         leaves.append(leaf_hash(line.raw))
     return SignedLog(leaves, signer, heads, max(heads), lines)
 
 
 def prove_inclusion(session: Path, seq: int, key: str | None = None) -> dict[str, Any]:
     """The inclusion proof of record `seq` under the log's final signed head."""
-    log = read_signed_log(session, key)
-    if not 0 <= seq < log.final:
-        raise ProofRequestError(f"seq {seq}: the final signed head covers records 0 to {log.final - 1}")
-    record = next(line.record for line in iter_records(session) if line.record["seq"] == seq)
-    path = inclusion_proof(log.leaves, seq, log.final)
-    return {"format": PROOF_FORMAT, "version": PROOF_VERSION, "type": "inclusion",
-            "record": record, "leaf_index": seq, "audit_path": [h.hex() for h in path],
-            "signed_head": log.heads[log.final], "signer": log.signer}
+    return prove_inclusions(session, [seq], key)[seq]
+
+
+def prove_inclusions(session: Path, seqs: Iterable[int], key: str | None = None) -> dict[int, dict[str, Any]]:
+    """seq → the inclusion proof of that record under the log's final signed head, for every one of
+    `seqs`, reading the log once."""
+    seqs = sorted(set(seqs))
+    log = read_signed_log(session, key, keep=seqs)
+    for seq in seqs:
+        log.covers(seq)
+    return {seq: {"format": PROOF_FORMAT, "version": PROOF_VERSION, "type": "inclusion",
+                  "record": log.lines[seq].record, "leaf_index": seq,
+                  "audit_path": [h.hex() for h in inclusion_proof(log.leaves, seq, log.final)],
+                  "signed_head": log.heads[log.final], "signer": log.signer} for seq in seqs}
+
+
+def proof_json(proof: dict[str, Any]) -> str:
+    """A spillage-proof as the file `spillage prove` writes."""
+    return json.dumps(proof, indent=1, ensure_ascii=False) + "\n"
 
 
 def prove_tlog(session: Path, seq: int, key: str | None = None) -> str:
     """The inclusion proof of record `seq` as a c2sp.org/tlog-proof, under the final checkpoint its issuer
     cosigned."""
-    log = read_signed_log(session, key, keep=seq)
-    if not 0 <= seq < log.final:
-        raise ProofRequestError(f"seq {seq}: the final signed head covers records 0 to {log.final - 1}")
+    log = read_signed_log(session, key, keep=[seq])
+    log.covers(seq)
     note = read_checkpoint_note(session)
     if note is None:
         raise ProofRequestError(f"{session}: no cosigned checkpoint.note (the log predates C2SP checkpoints); "
                                 f"--format {PROOF_FORMAT} proves it")
     path = inclusion_proof(log.leaves, seq, log.final)
-    return TlogProof(log.lines[seq], seq, path, note).encode()
+    return TlogProof(log.lines[seq].raw, seq, path, note).encode()
 
 
 def check_tlog_proof(text: str, key: str | None) -> tuple[bool, str]:

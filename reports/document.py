@@ -2,6 +2,7 @@
 Markdown and to one self-contained HTML page from the same blocks, so both always say the same."""
 
 import math
+import re
 from dataclasses import dataclass
 from html import escape
 
@@ -191,10 +192,32 @@ def md_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-STYLE = """body{font-family:sans-serif;margin:2em;max-width:90em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
-td{text-align:right;white-space:nowrap}td:first-child,th{text-align:left}th{background:#f4f4f4}
-figure{margin:1em 0}figcaption{font-weight:bold;margin-bottom:.3em}"""
+STYLE = """body{font-family:sans-serif;margin:2em;max-width:90em;color:#222;overflow-wrap:anywhere}
+.table{overflow-x:auto;margin:.5em 0 1.5em}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left;vertical-align:top;overflow-wrap:normal}
+th{background:#f4f4f4}td{white-space:nowrap}td.num{white-space:normal}.num{text-align:right;font-variant-numeric:tabular-nums}
+figure{margin:1em 0}figcaption{font-weight:bold;margin-bottom:.3em}
+svg{max-width:100%;height:auto}"""
+NUMBER = re.compile(r"n/a|-?\d[\d.]*( \[no CI\]| \[-?[\d.]+, -?[\d.]+\]| \(\d+†\))?")
+
+
+def numeric_columns(table: Table) -> list[bool]:
+    """Per column, whether every cell is a number (with its CI): those align right, text aligns left."""
+    return [all(NUMBER.fullmatch(row[i]) for row in table.rows) for i in range(len(table.header))]
+
+
+def table_html(table: Table) -> str:
+    """A table in its own box, which scrolls when the table is wider than the page; a value and its CI
+    part only between them, so a narrow page wraps a rate onto two lines, not inside its CI."""
+    numeric = numeric_columns(table)
+
+    def cell(tag: str, text: str, is_number: bool) -> str:
+        shown = escape(text).replace(", ", ",&nbsp;") if is_number else escape(text)
+        return f"<{tag} class='num'>{shown}</{tag}>" if is_number else f"<{tag}>{shown}</{tag}>"
+
+    return ("<div class='table'><table><tr>" + "".join(cell("th", h, n) for h, n in zip(table.header, numeric))
+            + "</tr>" + "".join("<tr>" + "".join(cell("td", c, n) for c, n in zip(row, numeric)) + "</tr>"
+                                for row in table.rows) + "</table></div>")
 
 
 def to_html(title: str, blocks: list) -> str:
@@ -209,9 +232,7 @@ def to_html(title: str, blocks: list) -> str:
         elif isinstance(block, Bullets):
             parts.append("<ul>" + "".join(f"<li>{escape(i)}</li>" for i in block.items) + "</ul>")
         elif isinstance(block, Table):
-            parts.append("<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in block.header) + "</tr>"
-                         + "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
-                                   for row in block.rows) + "</table>")
+            parts.append(table_html(block))
         elif isinstance(block, Figure):
             parts.append(f"<figure><figcaption>{escape(block.title)}</figcaption>{block.svg_element()}</figure>")
     parts.append("</body></html>\n")

@@ -1,37 +1,55 @@
 """`spillage inspect SESSION --html FILE`: the timeline as one self-contained page.
 
-Filters by category and observer; clicking an event (or an action's "records") shows the raw
-records it rests on in the side panel. Every captured string goes through `escape` and is placed
-as text; the page's one inline script reads only data-* attributes and moves existing nodes, never
-writing markup, so a captured `<script>` shows as text."""
+One column that reads at any width from 800 px: text wraps between words (URLs also after / ? & =
++ , ;), a match never. Filters by category and observer. Clicking an event opens, under it, the
+record that proves it with the matched bytes marked, the piece of the request they were decoded
+from, and its inclusion proof to download; "records" opens all the records of an action. Every
+captured string goes through `escape` and is placed as text; the only URLs are data: URLs of
+proofs made here; the page's one inline script reads only data-* attributes and moves existing
+nodes, never writing markup, so a captured `<script>` shows as text."""
 
-import json
+import re
 from html import escape
 
 from spillage.audit.model import CATEGORIES
+from spillage.reports.event_evidence import EventEvidence
+from spillage.reports.event_evidence import event_evidence
+from spillage.reports.event_evidence import matched_forms
+from spillage.reports.proof_links import ProofLinks
+from spillage.reports.proof_links import proof_links
 from spillage.reports.timeline import Timeline
-from spillage.reports.timeline import body_text
+from spillage.reports.timeline import chain_status
 from spillage.reports.timeline import excerpt
 from spillage.reports.timeline import match_spans
+from spillage.reports.timeline import record_blocks
 from spillage.reports.timeline import sent_strings
 
 SHOW = 1000  # characters of a sent string shown around its first match
+LONG_MATCH = 40  # characters: a longer match may wrap (at 800 px a shorter one always fits a line)
 NO_LEAK = "none"
-SHOWN_FIELDS = ("kind", "seq", "ts", "prev", "hash", "v", "headers", "body", "method", "url", "status", "reason")
+BREAKS = re.compile(r"(?<=[/?&=+,;])")  # where a URL may wrap, besides spaces
 
-STYLE = """body{font-family:sans-serif;margin:0;color:#222;font-size:14px}
-header{padding:1em 1.5em;border-bottom:1px solid #ccc}header p{margin:.3em 0}
+STYLE = """body{font-family:sans-serif;margin:0 auto;padding:0 1.5em 3em;max-width:75em;color:#222;font-size:14px;
+overflow-wrap:anywhere}
+header{padding:.8em 0;border-bottom:1px solid #ccc}header p{margin:.3em 0}
 .ok{color:#196f3d;font-weight:bold}.fail{color:#b03a2e;font-weight:bold}
-#filters{padding:.5em 1.5em;background:#f6f6f6;border-bottom:1px solid #ccc}#filters fieldset{display:inline;border:0}
-.layout{display:flex}#timeline{flex:1;margin:0;padding:.5em 1.5em 2em 3.5em}
-aside{width:44%;border-left:1px solid #ccc;padding:0 1em;position:sticky;top:0;height:100vh;overflow:auto}
-.action{margin:.6em 0;padding:.3em .5em;border-left:3px solid #ddd}.action.leaky{border-left-color:#c0392b}
-.head{font-family:monospace}.sent{font-family:monospace;margin:.2em 0 .2em 1em;word-break:break-all}
-mark{background:#f9e79f;font-weight:bold}.seqs{color:#777;font-size:12px}
-button{font:inherit;cursor:pointer;margin:.15em 0 .15em 1em;text-align:left;border:1px solid #bbb;background:#fff}
+#filters{padding:.4em 0;border-bottom:1px solid #ccc;display:flex;flex-wrap:wrap;gap:0 1.5em;align-items:center}
+#filters fieldset{border:0;margin:0;padding:.2em 0}#filters legend{float:left;margin-right:.5em;color:#555}
+#timeline{list-style:none;margin:0;padding:0}
+.action{margin:.6em 0;padding:.3em .6em;border-left:3px solid #ddd}.action.leaky{border-left-color:#c0392b}
+.head,.sent,code,pre{font-family:monospace}.sent{margin:.2em 0 .2em 1em}
+mark{background:#f9e79f;font-weight:bold;white-space:nowrap}mark.long{white-space:normal}
+.wire{text-decoration:underline dotted #b7950b}.seqs{color:#777;font-size:12px}
+button{font:inherit;cursor:pointer;margin:.15em 0 .15em 1em;text-align:left;border:1px solid #bbb;background:#fff;
+max-width:calc(100% - 1em)}
 button.selected{outline:2px solid #1f618d}.C_E{color:#c0392b}.C_I{color:#8e44ad}.B_E{color:#1f618d}.B_I{color:#138d90}
-.record{border:1px solid #ddd;margin:.6em 0;padding:.4em}.record h3{font-size:13px;margin:0 0 .3em}
-.record pre{white-space:pre-wrap;word-break:break-all;background:#fafafa;margin:.2em 0;font-size:12px}"""
+.proof,.records{margin:.3em 0 .6em 1em;padding:.4em .6em;background:#fbfbfb;border:1px solid #ddd}
+.proof p{margin:.3em 0}.record{border:1px solid #ddd;margin:.5em 0;padding:.4em;background:#fff}
+.record.current{outline:3px solid #f1c40f;animation:flash 1.5s}@keyframes flash{from{background:#fcf3cf}}
+.record h3{font-size:13px;margin:0 0 .3em}
+.record pre{white-space:pre-wrap;background:#fafafa;margin:.2em 0;font-size:12px}
+.observers{border-collapse:collapse;margin:.4em 0;max-width:100%}.observers th,.observers td{text-align:left;
+padding:.1em .8em .1em 0;vertical-align:top}"""
 
 SCRIPT = """(function(){
 const boxes=[...document.querySelectorAll('#filters input')];
@@ -50,36 +68,65 @@ function apply(){
   }
   count.textContent=shown;
 }
-boxes.forEach(b=>b.addEventListener('change',apply));
-document.getElementById('timeline').addEventListener('click',e=>{
-  const button=e.target.closest('button[data-seqs]');if(!button)return;
+function select(button){
   document.querySelectorAll('button.selected').forEach(b=>b.classList.remove('selected'));
   button.classList.add('selected');
-  const nodes=button.dataset.seqs.split(' ').map(s=>document.getElementById('r'+s)).filter(Boolean).map(n=>{
-    const copy=n.cloneNode(true);copy.removeAttribute('id');copy.hidden=false;return copy;});
-  document.getElementById('shown').replaceChildren(...nodes);
-  document.getElementById('panel-title').textContent=button.dataset.title;
+}
+function show(box,target){
+  box.hidden=false;
+  document.querySelectorAll('.record.current').forEach(r=>r.classList.remove('current'));
+  const record=target.closest('.record');if(record)record.classList.add('current');
+  target.scrollIntoView({block:'center'});
+}
+boxes.forEach(b=>b.addEventListener('change',apply));
+document.getElementById('timeline').addEventListener('click',e=>{
+  const button=e.target.closest('button');if(!button)return;
+  const box=button.nextElementSibling;
+  if(!box.hidden){box.hidden=true;button.classList.remove('selected');return;}
+  select(button);
+  if(button.dataset.seqs!==undefined&&!box.childElementCount){
+    box.replaceChildren(...button.dataset.seqs.split(' ').map(s=>document.getElementById('r'+s)).filter(Boolean)
+      .map(n=>{const copy=n.cloneNode(true);copy.removeAttribute('id');copy.hidden=false;return copy;}));
+  }
+  show(box,box.querySelector('.proving mark.match')||box.querySelector('.proving')||box);
 });
 apply();
 })();"""
 
 
+def wrappable(text: str) -> str:
+    """`text` escaped, with a line-break opportunity after each URL separator."""
+    return "<wbr>".join(escape(piece) for piece in BREAKS.split(text))
+
+
+def mark(text: str, kind: str = "match") -> str:
+    return f"<mark class='{kind}{' long' if len(text) > LONG_MATCH else ''}'>{escape(text)}</mark>"
+
+
 def marked(text: str, matches: list[str]) -> str:
-    """`text` escaped, an excerpt around the matches, each match in <mark>."""
-    return "".join(f"<mark>{escape(piece)}</mark>" if hit else escape(piece)
-                   for piece, hit in match_spans(excerpt(text, matches, SHOW), matches))
+    """`text` escaped and wrappable, each case-insensitive occurrence of `matches` in a <mark>."""
+    return "".join(mark(piece) if hit else wrappable(piece) for piece, hit in match_spans(text, matches))
+
+
+def on_wire(text: str, raw: str, forms: list[str]) -> str:
+    """`text` with the decoded piece's wire value `raw` underlined and the match forms marked in it."""
+    spans = match_spans(text, [raw]) if len(raw) > 1 else [(text, False)]
+    return "".join(f"<span class='wire'>{marked(piece, forms)}</span>" if hit else marked(piece, forms)
+                   for piece, hit in spans)
 
 
 def header(timeline: Timeline) -> str:
-    check, audit, summary = timeline.check, timeline.audit, timeline.audit["summary"]
+    audit, summary = timeline.audit, timeline.audit["summary"]
+    ok, said = chain_status(timeline.check)
     occurrences = ", ".join(f"{c} {n}" for c, n in summary["occurrences"].items())
-    status, label = ("ok", "chain OK") if check.ok else ("fail", "chain FAILED")
-    return (f"<header><p class='{status}'>{label}: {escape(check.summary())}</p>"
+    return (f"<header><p class='{'ok' if ok else 'fail'}'>chain {'OK' if ok else 'FAILED'}: {wrappable(said)}</p>"
             f"<p>session <b>{escape(audit['session'])}</b>, scenario {escape(audit['scenario'])}, site "
             f"{escape(audit['site'])}, judge {escape(audit['judge'])} ({escape(timeline.audit_source)})</p>"
             f"<p>actions {summary['actions']}, events {sum(summary['occurrences'].values())} ({occurrences}), "
-            f"OR {summary['oversharing_rate']}, task {'succeeded' if summary['task_success'] else 'not completed'}"
-            f"</p>{observer_table(audit)}</header>")
+            f"OR {summary['oversharing_rate']}, task {'succeeded' if summary['task_success'] else 'not completed'}. "
+            f"Click an event for the record that proves it and its inclusion proof "
+            f"(<code>spillage verify-proof FILE</code> checks it).</p>"
+            f"{observer_table(audit)}</header>")
 
 
 def observer_table(audit: dict) -> str:
@@ -100,60 +147,91 @@ def filters(timeline: Timeline) -> str:
     return ("<form id='filters'><fieldset><legend>category</legend>"
             + "".join(box("category", c, c) for c in CATEGORIES) + box("category", NO_LEAK, "actions without leaks")
             + "</fieldset><fieldset><legend>observer</legend>" + "".join(box("observer", o, o) for o in observers)
-            + "</fieldset> <span id='count'></span> actions shown</form>")
+            + "</fieldset><span><span id='count'></span> actions shown</span></form>")
 
 
-def seqs_attribute(timeline: Timeline, seqs: list[int]) -> str:
-    return " ".join(str(r["seq"]) for r in timeline.exchange(seqs))
+def record_section(timeline: Timeline, record: dict, forms: list[str] = (), raw: str = "", proving: bool = False,
+                   stored: bool = False) -> str:
+    """One raw record, escaped, long bodies cut around the match; `forms` marked, `raw` underlined; a
+    `stored` one hidden under its id, for the "records" button to copy."""
+    title = f"seq {record['seq']} · {escape(record['kind'])} · {escape(record['ts'])}"
+    blocks = "".join(f"<pre>{on_wire(block, raw, forms)}</pre>" for block in record_blocks(timeline.folder, record, forms))
+    css = "record proving" if proving else "record"
+    stored_as = f" id='r{record['seq']}' hidden" if stored else ""
+    return f"<section class='{css}'{stored_as}><h3>{title}</h3>{blocks}</section>"
 
 
-def action_item(timeline: Timeline, action: dict) -> str:
+def decoding(evidence: EventEvidence, matches: list[str]) -> str:
+    """Where in the request the match was and the decodings that revealed it, outermost first."""
+    piece = evidence.piece
+    if piece is None:
+        return ""
+    steps = " → ".join(escape(d) for d in piece.decodings) or "none"
+    return (f"<p>in <code>{escape(piece.where)}</code>, decoded ({steps}): "
+            f"<code>{marked(excerpt(piece.text, matches, SHOW), matches)}</code></p>")
+
+
+def proof_download(timeline: Timeline, seq: int, links: ProofLinks) -> str:
+    url = links.url(seq)
+    if url is None:
+        return f"<p>No inclusion proof of seq {seq}: {escape(links.why)}.</p>"
+    name = f"{timeline.audit['session']}-seq{seq}.proof.json"
+    return (f"<p><a class='download' download='{escape(name)}' href='{url}'>inclusion proof of seq {seq}</a> "
+            f"(spillage-proof, as <code>spillage prove SESSION --seq {seq}</code> writes it)</p>")
+
+
+def event_item(timeline: Timeline, action: dict, event: dict, evidence: EventEvidence, links: ProofLinks) -> str:
+    """An event's button and, hidden under it, what proves it."""
+    observers = event["observers"] or action["observers"]
+    raw = evidence.piece.raw if evidence.piece else ""
+    proving = timeline.records.get(evidence.seq)
+    found = "" if evidence.found else (f"<p>No form of “{escape(event['matched'])}” is on the wire: the judge read "
+                                        f"it from what the action chose ({escape(action['text'])}).</p>")
+    carriers = [timeline.records[s] for s in evidence.carriers]
+    return (f"<div class='event' data-category='{event['category']}' data-observers='{escape(' '.join(observers))}'>"
+            f"<button><b class='{event['category']}'>{event['category']}</b> {escape(event['attribute'])}: matched "
+            f"{mark(event['matched'])} · {escape(', '.join(observers))} · seq {evidence.seq}</button>"
+            f"<div class='proof' hidden><p>Proved by record seq {evidence.seq}.</p>"
+            f"{decoding(evidence, evidence.forms)}{found}{proof_download(timeline, evidence.seq, links)}"
+            + (record_section(timeline, proving, evidence.forms, raw, proving=True) if proving else "")
+            + (f"<details><summary>{len(carriers)} more records of its evidence carry it</summary>"
+               + "".join(record_section(timeline, r, evidence.forms) for r in carriers) + "</details>"
+               if carriers else "")
+            + "</div></div>")
+
+
+def action_item(timeline: Timeline, action: dict, proofs: dict[int, EventEvidence], links: ProofLinks) -> str:
+    """An action: when, what, who saw it, what it sent with the matches marked, its events, its records;
+    `proofs` holds each event's evidence by the event's id()."""
     events = timeline.events_of(action["n"])
-    matches = [e["matched"] for e in events]
+    matches = [form for e in events for form in matched_forms(e["matched"])]
     seconds = timeline.seconds(action["seq"])
     when = f"+{seconds:.1f}s" if seconds is not None else "?"
-    parts = [f"<li class='action{' leaky' if events else ''}' data-observers='{escape(' '.join(action['observers']))}'>"
-             f"<div class='head'>{when} #{action['n']} {escape(action['kind'])}/{escape(action['what'])} "
-             f"{escape(action['channel'])} · {escape(', '.join(action['observers']))}</div>"]
-    parts += [f"<div class='sent'>{escape(label)}: {marked(value, matches)}</div>" for label, value in sent_strings(action)]
-    for e in events:
-        observers = e["observers"] or action["observers"]
-        title = f"{e['category']} {e['attribute']} (action #{action['n']})"
-        parts.append(f"<button class='event {e['category']}' data-category='{e['category']}' "
-                     f"data-observers='{escape(' '.join(observers))}' data-seqs='{seqs_attribute(timeline, e['evidence'])}' "
-                     f"data-title='{escape(title)}'><b>{e['category']}</b> {escape(e['attribute'])}: matched "
-                     f"<mark>{escape(e['matched'])}</mark> · {escape(', '.join(observers))} · seq {e['seq']}</button>")
-    parts.append(f"<button class='records' data-seqs='{seqs_attribute(timeline, action['evidence'])}' "
-                 f"data-title='records of action #{action['n']}'>records</button> "
-                 f"<span class='seqs'>seqs {' '.join(map(str, action['evidence']))}</span></li>")
-    return "".join(parts)
+    records = " ".join(str(r["seq"]) for r in timeline.exchange(action["evidence"]))
+    return (f"<li class='action{' leaky' if events else ''}' data-observers='{escape(' '.join(action['observers']))}'>"
+            f"<div class='head'>{when} #{action['n']} {escape(action['kind'])}/{escape(action['what'])} "
+            f"{escape(action['channel'])} · {escape(', '.join(action['observers']))}</div>"
+            + "".join(f"<div class='sent'>{escape(label)}: {marked(excerpt(value, matches, SHOW), matches)}</div>"
+                      for label, value in sent_strings(action))
+            + "".join(event_item(timeline, action, e, proofs[id(e)], links) for e in events)
+            + f"<button class='records' data-seqs='{records}'>records</button><div class='records' hidden></div> "
+            f"<span class='seqs'>seqs {' '.join(map(str, action['evidence']))}</span></li>")
 
 
-def record_section(timeline: Timeline, record: dict) -> str:
-    """One raw record: its line, headers, body (escaped, long text cut) and other fields as JSON."""
-    line = " ".join(str(record[k]) for k in ("method", "url", "status", "reason") if record.get(k) not in (None, ""))
-    headers = "\n".join(f"{name}: {value}" for name, value in record.get("headers") or [])
-    rest = {k: v for k, v in record.items() if k not in SHOWN_FIELDS}
-    parts = [f"<section class='record' id='r{record['seq']}' hidden><h3>seq {record['seq']} · {escape(record['kind'])}"
-             f" · {escape(record['ts'])}</h3>"]
-    if line:
-        parts.append(f"<pre>{escape(line)}</pre>")
-    if headers:
-        parts.append(f"<pre>{escape(headers)}</pre>")
-    if "body" in record:
-        parts.append(f"<pre>{escape(body_text(timeline.folder, record['body']))}</pre>")
-    if rest:
-        parts.append(f"<pre>{escape(json.dumps(rest, indent=1, ensure_ascii=False))}</pre>")
-    return "".join(parts) + "</section>"
+def stored_record(timeline: Timeline, record: dict) -> str:
+    """A record as the "records" button copies it, marked with the matches of the events it proves."""
+    forms = [f for e in timeline.audit["events"] if record["seq"] in e["evidence"] for f in matched_forms(e["matched"])]
+    return record_section(timeline, record, forms, stored=True)
 
 
 def timeline_html(timeline: Timeline) -> str:
     """The whole page."""
-    actions = "".join(action_item(timeline, a) for a in timeline.audit["actions"])
-    store = "".join(record_section(timeline, r) for _, r in sorted(timeline.records.items()))
+    proofs = {id(e): event_evidence(timeline, e) for e in timeline.audit["events"]}
+    links = proof_links(timeline.folder, {p.seq for p in proofs.values()}) if proofs else ProofLinks({})
+    actions = "".join(action_item(timeline, a, proofs, links) for a in timeline.audit["actions"])
+    store = "".join(stored_record(timeline, r) for _, r in sorted(timeline.records.items()))
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta name='viewport' content='width=device-width'>"
             f"<title>inspect {escape(timeline.audit['session'])}</title><style>{STYLE}</style></head><body>"
-            f"{header(timeline)}{filters(timeline)}<div class='layout'><ol id='timeline'>{actions}</ol>"
-            f"<aside><h2 id='panel-title'>Records</h2><div id='shown'><p>Click an event or “records” to see the "
-            f"raw records it rests on.</p></div></aside></div><div hidden>{store}</div>"
+            f"{header(timeline)}{filters(timeline)}<ol id='timeline'>{actions}</ol><div hidden>{store}</div>"
             f"<script>{SCRIPT}</script></body></html>\n")

@@ -6,6 +6,7 @@ in captured strings are shown escaped, so a capture cannot drive the terminal.""
 import unicodedata
 
 from spillage.reports.timeline import Timeline
+from spillage.reports.timeline import chain_status
 from spillage.reports.timeline import excerpt
 from spillage.reports.timeline import match_spans
 from spillage.reports.timeline import sent_strings
@@ -53,12 +54,12 @@ def seq_ranges(seqs: list[int]) -> str:
 
 
 def header_lines(timeline: Timeline, style: Style) -> list[str]:
-    check, audit = timeline.check, timeline.audit
-    status = style.paint("chain OK", "1;32") if check.ok else style.paint("chain FAILED", "1;31")
+    audit, (ok, said) = timeline.audit, chain_status(timeline.check)
+    status = style.paint("chain OK", "1;32") if ok else style.paint("chain FAILED", "1;31")
     summary = audit["summary"]
     occurrences = ", ".join(f"{c} {n}" for c, n in summary["occurrences"].items())
     return [
-        f"{status}: {printable(check.summary())}",
+        f"{status}: {printable(said)}",
         f"session {printable(audit['session'])}  scenario {printable(audit['scenario'])}  site {audit['site']}  "
         f"judge {audit['judge']}  ({timeline.audit_source})",
         f"actions {summary['actions']}  events {sum(summary['occurrences'].values())} ({occurrences})  "

@@ -25,6 +25,7 @@ STYLE = {"font.family": "sans-serif", "font.size": 9}
 PNG_DPI = 150
 MARKER = 5  # points across a dot
 ROW_INCHES = 0.3
+KEY_LINE_INCHES = 0.17  # one group's line in the success plot's key
 LABEL_STEP = 7  # points between the rings of places tried for a point's number
 DIRECTIONS = ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (0, 1), (-1, 0), (0, -1))
 
@@ -99,10 +100,12 @@ def success_vs_or(table: pd.DataFrame, by: tuple[str, ...]) -> Figure:
     """Task success (y) against overall OR (x), one numbered point per group with both CIs as
     whiskers; the numbers are placed so that none covers another, and the key names their groups."""
     labels = group_labels(table, by)
-    figure = new_figure(7.5, 4.5)
+    low, high = success_span(table)
+    figure = new_figure(7.5, max(1.6 + 2.9 * (high - low) / 1.1, 0.9 + KEY_LINE_INCHES * len(labels)))
     ax = figure.add_axes((0.1, 0.12, 0.5, 0.8))
     ax.set_xlim(rate_axis(table["or_all_high"].fillna(table["or_all"])))
-    ax.set_ylim(-0.05, 1.05)
+    ax.set_ylim(low, high)
+    ax.set_yticks([t for t in MaxNLocator(4, steps=[1, 2, 2.5, 5, 10]).tick_values(low, high) if 0 <= t <= 1])
     ax.set_xlabel("OR (all categories)")
     ax.set_ylabel("task success")
     ax.grid(color="#eeeeee")
@@ -117,6 +120,16 @@ def success_vs_or(table: pd.DataFrame, by: tuple[str, ...]) -> Figure:
               loc="upper left", bbox_to_anchor=(1.03, 1), handlelength=0, handletextpad=0, frameon=False,
               alignment="left")
     return figure
+
+
+def success_span(table: pd.DataFrame) -> tuple[float, float]:
+    """The task-success axis: the span of the values and their CIs, a little beyond, within -0.05..1.05;
+    when every group succeeds alike, a narrow band around that value, not an empty square."""
+    values = pd.concat([table["task_success"], table["task_success_low"], table["task_success_high"]]).dropna()
+    if values.empty:
+        return -0.05, 1.05
+    pad = max(0.05, 0.1 * (values.max() - values.min()))
+    return max(-0.05, values.min() - pad), min(1.05, values.max() + pad)
 
 
 def whisker_lengths(table: pd.DataFrame, metric: str) -> np.ndarray:

@@ -1,6 +1,7 @@
 """What `spillage inspect` shows of one session: its chain verification, its audit (audit.json, or an
 audit made now when there is none or it is stale), and the raw records its actions and events rest on."""
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -62,6 +63,11 @@ class Timeline:
                 wanted.add(request)
         wanted |= {self.responses[s] for s in list(wanted) if s in self.responses}
         return [self.records[s] for s in sorted(wanted) if s in self.records]
+
+
+def chain_status(check: VerifyResult) -> tuple[bool, str]:
+    """(whether the chain verifies, verify's line without its OK or FAIL: said once, by the label)."""
+    return check.ok, check.summary().removeprefix("OK ").removeprefix("FAIL ")
 
 
 def timestamp(ts: str) -> datetime:
@@ -126,8 +132,23 @@ def safe_records(folder: Path):
         return
 
 
-def body_text(folder: Path, body: dict | None) -> str:
-    """A body as text to show: inline or blob text cut after BODY_CHARS, or what it is when binary."""
+SHOWN_FIELDS = ("kind", "seq", "ts", "prev", "hash", "v", "headers", "body", "method", "url", "status", "reason")
+
+
+def record_blocks(folder: Path, record: dict, around: list[str] = ()) -> list[str]:
+    """What a page shows of one raw record: its line, its headers, its body (a window around `around`
+    when long) and its other fields as JSON; the empty ones left out."""
+    line = " ".join(str(record[k]) for k in ("method", "url", "status", "reason") if record.get(k) not in (None, ""))
+    headers = "\n".join(f"{name}: {value}" for name, value in record.get("headers") or [])
+    rest = {k: v for k, v in record.items() if k not in SHOWN_FIELDS}
+    body = body_text(folder, record["body"], around) if "body" in record else ""
+    return [block for block in (line, headers, body, json.dumps(rest, indent=1, ensure_ascii=False) if rest else "")
+            if block]
+
+
+def body_text(folder: Path, body: dict | None, around: list[str] = ()) -> str:
+    """A body as text to show: inline or blob text (BODY_CHARS of it when longer, around the first of
+    `around` found), or what it is when binary."""
     if body is None:
         return "(no body)"
     size = body.get("size", 0)
@@ -144,7 +165,7 @@ def body_text(folder: Path, body: dict | None) -> str:
     else:
         return f"({size:,} bytes of binary data, base64 in the log)"
     if len(text) > BODY_CHARS:
-        return f"{text[:BODY_CHARS]}\n… {len(text) - BODY_CHARS:,} more characters ({size:,} bytes)"
+        return f"{excerpt(text, list(around), BODY_CHARS)}\n({len(text):,} characters, {size:,} bytes)"
     return text
 
 

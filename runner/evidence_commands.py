@@ -1,7 +1,6 @@
 """`spillage seal`, `spillage prove`, `spillage verify-proof` and `spillage key`: the evidence commands
 beside `verify` (docs/EVIDENCE.md)."""
 
-import json
 import sys
 from pathlib import Path
 
@@ -50,6 +49,7 @@ def cmd_prove(args) -> int:
     from spillage.proxy.live import live_notice
     from spillage.proxy.proofs import ProofError
     from spillage.proxy.proofs import ProofRequestError
+    from spillage.proxy.proofs import proof_json
     from spillage.proxy.proofs import prove_consistency
     from spillage.proxy.proofs import prove_inclusion
     from spillage.proxy.proofs import prove_tlog
@@ -62,11 +62,11 @@ def cmd_prove(args) -> int:
         return fail("--format tlog-proof holds an inclusion proof (--seq N); a consistency proof is spillage-proof", 2)
     try:
         if args.consistency:
-            text, what = as_json(prove_consistency(session, *args.consistency, key=args.key)), "consistency proof"
+            text, what = proof_json(prove_consistency(session, *args.consistency, key=args.key)), "consistency proof"
         elif args.format == "tlog-proof":
             text, what = prove_tlog(session, args.seq, key=args.key), "inclusion proof (c2sp.org/tlog-proof)"
         else:
-            text, what = as_json(prove_inclusion(session, args.seq, key=args.key)), "inclusion proof"
+            text, what = proof_json(prove_inclusion(session, args.seq, key=args.key)), "inclusion proof"
     except ProofError as e:
         return fail(str(e), BAD_INPUT if isinstance(e, ProofRequestError) else DAMAGED)
     except SigningKeyError as e:
@@ -84,10 +84,6 @@ def cmd_prove(args) -> int:
             f.write(text)
         print(f"spillage: wrote the {what} to {out}", file=sys.stderr)
     return 0
-
-
-def as_json(proof: dict) -> str:
-    return json.dumps(proof, indent=1, ensure_ascii=False) + "\n"
 
 
 def cmd_verify_proof(args) -> int:

@@ -39,16 +39,17 @@ class Traffic:
     """The capture log of one session, written record by record as the proxy would."""
 
     def __init__(self, session_dir: Path, scenario: Scenario | None = KETTLE, catalog: Path | None = None,
-                 named_catalog: bool = True):
+                 named_catalog: bool = True, signing=None):
         """A session serving `catalog` (a real session holds the catalog its sites served); without
-        one, its meta.json names the benchmark's catalog, seed 0, unless not `named_catalog`."""
+        one, its meta.json names the benchmark's catalog, seed 0, unless not `named_catalog`; signed
+        with the SessionKey `signing` when given."""
         session_dir.mkdir(parents=True, exist_ok=True)
         if catalog is not None:
             (session_dir / "catalog.sqlite").symlink_to(catalog)
         elif named_catalog:
             write_meta(session_dir, {"catalog": {"file": None, "seed": 0, "adds": None}})
         self.dir = session_dir
-        self.writer = CaptureWriter(session_dir, fsync_interval=60)
+        self.writer = CaptureWriter(session_dir, fsync_interval=60, signing=signing)
         self.records: list[dict[str, Any]] = []
         self.flows = 0
         self.page = ""

@@ -1,12 +1,14 @@
 """`spillage diff A B`: paired requests, responses and derived actions; volatile fields named, not counted."""
 
 import json
+import random
 from pathlib import Path
 
 import pytest
 
 from audit_helpers import KETTLE, Traffic
 from spillage.audit.diff import diff_sessions
+from spillage.audit.diff import pairing
 from spillage.runner.cli import main
 
 SEARCH = "https://shop.test/s?k=kettle+for+my+pregnancy"
@@ -67,6 +69,46 @@ def test_a_request_only_one_session_made_is_a_difference_with_its_action(tmp_pat
         ("only in B", "https://shop.test/p/10241"), ("action only in B", None)]
     assert result["differences"][1]["detail"].startswith("view_product ")
     assert result["requests"] == {"a": 2, "b": 3, "paired": 2}
+
+
+def lcs_length(a: list, b: list) -> int:
+    """The textbook dynamic programme, to check the diff's alignment against."""
+    row = [0] * (len(b) + 1)
+    for x in a:
+        previous, row = row, [0]
+        for j, y in enumerate(b):
+            row.append(previous[j] + 1 if x == y else max(previous[j + 1], row[j]))
+    return row[-1]
+
+
+def test_requests_pair_by_a_longest_common_subsequence():
+    """difflib pairs one of these (it takes the longest block first); a longest common subsequence two."""
+    in_order, moved, only_a, only_b = pairing(list("cbcb"), list("baac"), list("cbcb"), list("baac"))
+    assert len(in_order) == 2 and len(in_order) + len(only_a) == 4 and len(moved) == 0
+    rng = random.Random(26)
+    for _ in range(300):
+        a = [rng.choice("GPJS") for _ in range(rng.randint(0, 12))]
+        b = [rng.choice("GPJS") for _ in range(rng.randint(0, 12))]
+        in_order, moved, only_a, only_b = pairing(a, b, a, b)
+        assert len(in_order) == lcs_length(a, b)
+        assert all(a[i] == b[j] for i, j in in_order + moved)
+        assert [j for _, j in in_order] == sorted(j for _, j in in_order)    # in order on both sides
+        assert not set(a[i] for i in only_a) & set(b[j] for j in only_b)    # what is left is unpaired
+        assert sorted([i for i, _ in in_order + moved] + only_a) == list(range(len(a)))
+
+
+def test_the_same_pages_in_another_order_pair_and_are_named_volatile(tmp_path):
+    """Page GETs that a run made in another order showed as both 'only in A' and 'only in B'."""
+    def pages(folder: Path, products: list[int]) -> Path:
+        t = Traffic(folder, KETTLE)
+        for product in products:
+            t.exchange("GET", f"https://shop.test/p/{product}", response=b"<h1>a kettle</h1>")
+        return t.close()
+
+    result = diff_sessions(pages(tmp_path / "a", [10241, 10242, 10243]), pages(tmp_path / "b", [10242, 10241, 10243]))
+    assert result["requests"] == {"a": 3, "b": 3, "paired": 3}
+    assert not [d for d in result["differences"] if d["what"] in ("only in A", "only in B")]
+    assert result["volatile"]["requests in another order"] == 1
 
 
 def test_a_status_change_is_a_difference(tmp_path, original):

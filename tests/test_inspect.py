@@ -40,7 +40,7 @@ def session(tmp_path, catalog_file):
 def test_terminal_timeline_shows_status_first_and_matches_highlighted(session):
     text = timeline_text(load_timeline(session))
     lines = text.splitlines()
-    assert lines[0].startswith("chain OK: OK ") and "records, head " in lines[0]
+    assert lines[0].startswith("chain OK: 26 records, head ")  # OK said once
     assert f"({REPORT_NAME})" in lines[1]
     assert f"text: kettle »pregnant« {SCRIPT} {IMG}" in text
     assert "C_E pregnant: matched »pregnant«  observers shop.test, metrics.test  seq " in text
@@ -64,7 +64,7 @@ def test_a_tampered_log_says_so_first_and_exits_1(session, capsys):
     log.write_text("".join(lines))
     assert main(["inspect", str(session)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("chain FAILED: FAIL ") and "modified" in out[0]
+    assert out[0].startswith("chain FAILED: ") and "FAILED: FAIL" not in out[0] and "modified" in out[0]
     assert "audit.json is stale" in out[1]
 
 
@@ -82,12 +82,20 @@ def test_not_a_session_is_one_line_exit_2(tmp_path, capsys):
 
 
 def test_html_escapes_every_captured_string(session):
-    page = timeline_html(load_timeline(session))
+    page = timeline_html(load_timeline(session)).replace("<wbr>", "")  # line-break opportunities in URLs
     assert page.count("<script") == 1  # the page's own
     assert "<img" not in page and "onerror=\"window" not in page
     assert "&lt;script&gt;document.title=&#x27;pwned&#x27;&lt;/script&gt;" in page
     assert "&lt;script&gt;window.__pwned=2&lt;/script&gt;" in page  # the response body, in the records store
-    assert not re.search(r"<[^>]*\s(src|href)=", page)
+    assert all(url.startswith("data:application/json;base64,")  # the proofs made here, nothing else
+               for url in re.findall(r"<[^>]*\s(?:src|href)=['\"]?([^'\" >]*)", page))
+
+
+def test_an_unsigned_log_has_no_proof_to_offer_and_says_why(session):
+    page = timeline_html(load_timeline(session))
+    assert "a class='download'" not in page
+    assert re.search(r"No inclusion proof of seq \d+: \S+capture.jsonl: the log is unsigned, so nothing can be "
+                     r"proved from it\.", page)
 
 
 @pytest.mark.e2e
@@ -101,12 +109,15 @@ def test_payloads_do_not_run_in_chromium_and_records_open_on_click(session, tmp_
         assert browser.eval("document.title") == f"inspect {session.name}"
         assert browser.eval("typeof window.__pwned") == "undefined"
         assert f"kettle pregnant {SCRIPT} {IMG}" in browser.eval("document.getElementById('timeline').innerText")
-        browser.click("button.event.C_E")
-        panel = browser.eval("document.getElementById('shown').innerText")
-        assert "<script>window.__pwned=2</script>" in panel and "GET https://shop.test/s?k=kettle+pregnant" in panel
+        browser.click(".event[data-category=C_E] button")
+        proof = browser.eval("document.querySelector('.event[data-category=C_E] .proof').innerText")
+        assert "GET https://shop.test/s?k=kettle+pregnant+%3Cscript%3E" in proof.replace("\n", "")
+        browser.click("li.leaky button.records")
+        records = browser.eval("document.querySelector('li.leaky div.records').innerText")
+        assert "<script>window.__pwned=2</script>" in records  # the response body, as text
         assert browser.eval("typeof window.__pwned") == "undefined"
         assert browser.eval("document.title") == f"inspect {session.name}"
-        events = "[...document.querySelectorAll('button.event')].filter(b => !b.hidden).length"
+        events = "[...document.querySelectorAll('.event')].filter(b => !b.hidden).length"
         assert browser.eval(events) == 2
         browser.click("input[value=C_E]")
         assert browser.eval(events) == 0

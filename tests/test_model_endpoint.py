@@ -117,6 +117,10 @@ def test_a_model_through_the_proxy_is_captured_and_observes_everything_it_is_sen
     pregnant = next(a for a in report["recoveries"]["attributes"] if a["attribute"] == "pregnant")
     assert f"model:{host}" in pregnant["observers"] and "model" in pregnant["parties"]
     assert report["summary"]["model_provider_recovery_rate"] == 1.0
+    said = subprocess.run([*SPILLAGE, "audit", str(session), "--format", "text"], capture_output=True, text=True,
+                          cwd=tmp_path).stdout.splitlines()
+    recovered = next(line for line in said if line.startswith("recovered by "))
+    assert f"model:{host} 5/5 (" in recovered  # the summary names the provider, as audit.json does
 
 
 # --- end to end: a command agent and its own model -----------------------------------------------

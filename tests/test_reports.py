@@ -261,6 +261,15 @@ def test_success_against_or_numbers_never_cover_each_other():
     assert key[0] == "1  fw / model-1" and len(key) == 8
 
 
+def test_success_against_or_is_a_band_when_every_group_succeeds():
+    """Every group at 1.0 left the plot a square with its points along the top edge."""
+    everyone = draw("success_vs_or", plot_table([(0.0, 1.0), (0.45, 1.0), (0.43, 1.0)]), ("model",))
+    spread = draw("success_vs_or", plot_table([(0.0, 0.2), (0.45, 1.0)]), ("model",))
+    low, high = everyone.axes[0].get_ylim()
+    assert low <= 0.95 and high >= 1.05 and high - low < 0.25
+    assert everyone.get_figheight() < spread.get_figheight() / 1.5 and spread.axes[0].get_ylim()[0] < 0.15
+
+
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

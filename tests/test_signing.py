@@ -25,6 +25,7 @@ from spillage.proxy.proofs import ProofError
 from spillage.proxy.proofs import check_proof
 from spillage.proxy.proofs import prove_consistency
 from spillage.proxy.proofs import prove_inclusion
+from spillage.proxy.proofs import prove_inclusions
 from spillage.proxy.seal import SealError
 from spillage.proxy.seal import seal_crashed
 from spillage.proxy.signing import SessionKey
@@ -213,6 +214,8 @@ def test_every_record_has_an_inclusion_proof_that_holds_alone(tmp_path, key, pin
     assert verdict.startswith(f"OK record {n - 2} (session_end) is in session s's log of {n - 1} records")
     with pytest.raises(ProofError, match="covers records 0 to"):
         prove_inclusion(tmp_path / "s", n - 1)
+    many = prove_inclusions(tmp_path / "s", [3, 1, 3], pin)   # the forensic page's: one reading of the log
+    assert list(many) == [1, 3] and many[3] == prove_inclusion(tmp_path / "s", 3, pin)
 
 
 @pytest.mark.parametrize("tamper", [
