@@ -440,8 +440,27 @@ def host_port(text: str) -> str:
     return f"{host.lower()}:{int(port)}"
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with the one line every other bad input gets (`spillage: batch: argument --jobs: …`),
+    exit 2. Its subcommands' parsers are of this class too."""
+
+    def error(self, message: str):
+        command = self.prog.removeprefix("spillage").strip()
+        progress(f"{command + ': ' if command else ''}{message} (`{self.prog} --help` lists the options)")
+        self.exit(BAD_INPUT)
+
+
+def scheduler_address(text: str) -> str:
+    """An argparse type: a Dask scheduler's tcp://HOST:PORT (or tls://HOST:PORT)."""
+    scheme, sep, location = text.partition("://")
+    if scheme not in ("tcp", "tls") or not sep:
+        raise argparse.ArgumentTypeError(f"{text!r} is not tcp://HOST:PORT (or tls://HOST:PORT)")
+    host_port(location)
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="spillage", description="Capture and audit what web agents reveal about their users.",
         epilog="exit status: 0 done; 1 the evidence does not verify, or the sessions differ; 2 bad input "
                "or usage; 3 the agent failed; 70 an error of ours (the traceback is saved); 130 interrupted",
@@ -507,7 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--progress", action="store_true", help="one progress line per finished run when stderr is no terminal (a log, CI)")
     batch.add_argument("--no-preflight", action="store_true",
                        help="do not check the matrix's model endpoints before starting")
-    batch.add_argument("--scheduler", metavar="ADDRESS",
+    batch.add_argument("--scheduler", metavar="tcp://HOST:PORT", type=scheduler_address,
                        help="run the cells on the workers of this Dask scheduler (tcp://HOST:PORT), each in its own "
                             "spillage home, as many at once as a worker's browser resource; docs/CLUSTER.md")
     batch.add_argument("--keys", type=Path, metavar="FILE",
@@ -591,7 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--judge-threshold", type=float, help="embedding judge: similarity threshold")
     aud.add_argument("--judge-timeout", type=float, help="llm judge: seconds to wait for each answer (default 120)")
     aud.add_argument("--jobs", type=positive, default=1, help="worker processes for many sessions (default 1)")
-    aud.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+    aud.add_argument("--scheduler", metavar="tcp://HOST:PORT", type=scheduler_address,
                      help="audit on the workers of this Dask scheduler instead (docs/CLUSTER.md)")
     aud.add_argument("--scenario", help="scenario file or id (default: each session's copy)")
     aud.add_argument("--profiles", type=Path, action="append", default=[], metavar="DIR",
@@ -624,10 +643,12 @@ def input_errors() -> tuple[type[Exception], ...]:
     from spillage.origins.grammar import ProfileError
     from spillage.proxy.capturelog import CaptureError
     from spillage.proxy.mitm.ca import CertAuthorityError
+    from spillage.proxy.documents import DocumentError
+    from spillage.proxy.signing import SigningKeyError
     from spillage.runner.children import ChildError
     from spillage.scenarios.loader import ScenarioError
 
-    return ScenarioError, CaptureError, ProfileError, ChildError, CertAuthorityError
+    return ScenarioError, CaptureError, ProfileError, ChildError, CertAuthorityError, SigningKeyError, DocumentError
 
 
 def main(argv: list[str] | None = None) -> int:

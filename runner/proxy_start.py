@@ -42,6 +42,7 @@ def run_proxy(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | N
 def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | None, guard: Guard,
             interrupts: Interrupts) -> int:
     forbid_dumps()   # this process holds the keys
+    signing_key = load_or_create_key(home)   # a broken home is said before a session folder exists
     ca = ensure_ca(home / "ca")
     scenarios, added = None, False
     if scenario is not None:
@@ -55,7 +56,7 @@ def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | Non
 
         (session_dir / SCENARIO_COPY).write_text(scenario_yaml(scenario), encoding="utf-8")  # the guard reads it
         guard = Guard(guard.mode, guard.policy, session_dir / SCENARIO_COPY)
-    stack = Stack(session_dir, ca, load_or_create_key(home), catalog, tool="spillage proxy start",
+    stack = Stack(session_dir, ca, signing_key, catalog, tool="spillage proxy start",
                   proxy_port=port, log=log, guard=guard, isolation=EXTERNAL)
     stack.launch()   # the servers boot while meta.json is written
     try:

@@ -249,6 +249,8 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     task = condition.task(scenario)
     scenarios, added = catalog_scenarios(scenario)
     forbid_dumps()   # this process holds the keys: not even the agent's uid may read its memory
+    signing_key = load_or_create_key(home)   # a broken home is said before a session folder exists
+    ca = ensure_ca(home / "ca")
     session_dir = create_session(runs_dir, f"{scenario.id}-{agent.label}", session_name)
     work = create_work_folder(session_dir)
     routed_model = agent.model_host if model_via_proxy else None
@@ -258,8 +260,6 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     log(isolation.line())
     copy = scenario_yaml(scenario)
     (session_dir / SCENARIO_COPY).write_text(copy, encoding="utf-8")
-    ca = ensure_ca(home / "ca")
-    signing_key = load_or_create_key(home)
     meta = {
         "session": session_dir.name,
         "spillage": SPILLAGE_VERSION,

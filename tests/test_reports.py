@@ -8,6 +8,7 @@ import math
 import re
 import sys
 from collections import Counter
+from pathlib import Path
 
 import jsonschema
 import numpy as np
@@ -25,6 +26,7 @@ from spillage.reports.sessions import EVENT_SCHEMA
 from spillage.reports.sessions import load_batch
 from spillage.runner.cli import main
 
+CORPUS = Path(__file__).parent / "corpus" / "sessions"
 OUTPUTS = ("report.md", "report.html", "tables.csv", "sessions.csv", "events.parquet", "plots/occurrences.svg",
            "plots/or.svg", "plots/success_vs_or.svg")
 G1 = ("browser-use", "scripted:a", "shop.test", "chat")
@@ -140,7 +142,8 @@ def test_bad_sessions_are_listed_never_dropped(runs, tmp_path):
     _, md = report(runs, tmp_path / "out")
     excluded = md.split("## Excluded sessions")[1]
     assert "- x-garbage: audit.json is unreadable" in excluded
-    assert "- x-missing: no audit.json (run `spillage audit`)" in excluded
+    assert "- x-missing: no audit.json, and its capture does not verify (truncated): `spillage audit " \
+           "--allow-unverified " in excluded
     assert "- x-unverified: capture failed verification" in excluded
     assert md.startswith("# Spillage batch report\n\n6 sessions, 3 excluded")
 
@@ -358,3 +361,31 @@ def test_a_folder_planted_under_another_sessions_name_is_left_out_and_says_why(r
     assert excluded["x-planted"] == "audit.json is the audit of session 's1', not of this one"
     assert excluded["x-signed-planted"] == ("its signed name, signer and meta.json disagree: these are the files of "
                                             f"session {signed} (the name its key is certified for), not of x-signed-planted")
+
+
+def test_a_tampered_session_is_excluded_with_advice_that_works(tmp_path, capsys):
+    """A tampered session with no audit.json: the advice `report` gives audits it, and the report counts it."""
+    import shutil
+
+    session = tmp_path / "runs" / "s01-kettle-oversharer"
+    shutil.copytree(CORPUS / "s01-kettle-oversharer", session)
+    log = session / "capture.jsonl"
+    log.write_bytes(log.read_bytes().replace(b"kettle", b"kettlf", 1))
+    assert main(["report", str(session.parent), "--out", str(tmp_path / "a")]) == 2   # nothing to report
+    advice = re.search(r"`(spillage audit [^`]+)`", capsys.readouterr().err).group(1)
+    assert main(advice.split()[1:]) == 0
+    table, md = report(session.parent, tmp_path / "b", "--include-unverified")
+    assert "1 sessions, 0 excluded" in md
+
+
+def test_a_proxy_start_session_audited_with_a_scenario_is_reported(tmp_path):
+    """A session without its scenario copy (as `proxy start` leaves one run without --scenario), audited
+    with --scenario: the report groups it by that scenario's style."""
+    import shutil
+
+    session = tmp_path / "runs" / "s01-kettle-oversharer"
+    shutil.copytree(CORPUS / "s01-kettle-oversharer", session)
+    (session / "scenario.yaml").unlink()
+    assert main(["audit", str(session), "--scenario", "shop-kettle-chat", "--judge", "lexical"]) == 0
+    table, md = report(session.parent, tmp_path / "out")
+    assert list(table["style"]) == ["chat"] and "1 sessions, 0 excluded" in md
