@@ -14,6 +14,7 @@ from spillage.runner.console import INTERRUPTED
 from spillage.runner.console import ISOLATION
 from spillage.runner.console import progress
 from spillage.runner.console import spillage_home
+from spillage.runner.model_spec import DEFAULT_MODEL
 from spillage.runner.model_spec import MODEL_HELP
 from spillage.audit.guard_policy import MODES as GUARD_MODES
 from spillage.audit.judges import DEFAULT_JUDGE
@@ -49,6 +50,9 @@ def cmd_run(args) -> int:
     if command:
         agent = AgentSpec.command(command, args.model_endpoint)
     else:
+        if args.model is None:
+            args.model = DEFAULT_MODEL
+            progress(f"model {DEFAULT_MODEL} (no --model given): a scripted policy that overshares on purpose, no LLM")
         try:
             spec = parse_model(args.model, args.base_url)  # fail here, not inside the child
         except ModelSpecError as e:
@@ -479,10 +483,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="which style of a persona file to run")
     run.add_argument("--agent", choices=["browser-use", "autogen"], default="browser-use",
                      help="the agent framework (default browser-use); ignored when a command follows --")
-    run.add_argument("--model", default="scripted:oversharer", help=MODEL_HELP)
+    run.add_argument("--model", help=MODEL_HELP + f"; default {DEFAULT_MODEL}, a scripted policy that overshares on "
+                                              "purpose (said at start)")
     run.add_argument("--base-url", help="endpoint for openai:/ollama: models")
     run.add_argument("--max-steps", type=positive, default=50, help="the agent's step limit (default 50, as in the paper)")
-    run.add_argument("--timeout", type=seconds, default=300, help="seconds before the agent is stopped")
+    run.add_argument("--timeout", type=seconds, default=300,
+                     help="seconds before the agent is stopped (default 300)")
     run.add_argument("--seed", type=int, default=0, help="seed of the sites' generated catalog (default 0)")
     run.add_argument("--prompt", choices=["original", "sanitized"], default="original",
                      help="the persona-rich prompt (default) or the scenario's sanitized_prompt (paper §5.4)")
@@ -500,7 +506,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model-via-proxy", action="store_true",
                      help="send the agent's model calls through the proxy too: captured, and the model "
                           "provider shows as an observer of its own (default: direct, not captured)")
-    run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS)
+    run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS, help="where the session folder goes (default runs)")
     run.add_argument("--session-name", help="name of the session folder (default: time, scenario, agent)")
     run.add_argument("--audit", action="store_true", help="write audit.json and print its summary when done")
     run.add_argument("--agent-user", metavar="USER",
@@ -536,21 +542,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     proxy = sub.add_parser("proxy", help="the capturing proxy").add_subparsers(dest="proxy_cmd", required=True)
     start = proxy.add_parser("start", help="run origins and the proxy in the foreground, capturing into a new session")
-    start.add_argument("--port", type=port_number, default=8080)
+    start.add_argument("--port", type=port_number, default=8080, help="the proxy's port on 127.0.0.1 (default 8080)")
     start.add_argument("--scenario", help="the scenario (file or id) the agent works on: the session keeps its "
                                           "copy, so audit, report and inspect take it as it is")
     start.add_argument("--style", choices=["chat", "email", "generic"], help="which style of a persona file")
-    start.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS)
+    start.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS, help="where the session folder goes (default runs)")
     start.add_argument("--guard", choices=GUARD_MODES, default="off",
-                       help="the leak guard (docs/GUARD.md): it guards the --scenario's irrelevant attributes, or "
-                            "those of --guard-policy")
+                       help="the leak guard (docs/GUARD.md; default off): it guards the --scenario's irrelevant "
+                            "attributes, or those of --guard-policy")
     start.add_argument("--guard-policy", type=Path, metavar="FILE", help="the guard's rules and attributes")
     start.set_defaults(func=cmd_proxy_start)
 
     origins = sub.add_parser("origins", help="our local sites").add_subparsers(dest="origins_cmd", required=True)
     serve = origins.add_parser("serve", help="serve shop.test, bazaar.test and metrics.test on loopback")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=port_number, default=8000)
+    serve.add_argument("--host", default="127.0.0.1", help="a loopback address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=port_number, default=8000, help="the port (default 8000; 0: any free one)")
     serve.add_argument("--catalog", type=Path, help="write the SQLite catalog here (default: a temporary file)")
     serve.add_argument("--seed", type=int, default=0, help="catalog seed (default 0)")
     serve.set_defaults(func=cmd_origins_serve)

@@ -63,5 +63,5 @@ def add_commands(sub) -> None:
                                       "(times, cookies, ids) are named, not counted. Exit 0 when equal, 1 when not.")
     diff.add_argument("a", type=Path, metavar="A")
     diff.add_argument("b", type=Path, metavar="B")
-    diff.add_argument("--format", choices=["text", "json"], default="text")
+    diff.add_argument("--format", choices=["text", "json"], default="text", help="text (default) or json")
     diff.set_defaults(func=cmd_diff)

@@ -126,3 +126,15 @@ def test_success_never_says_fail(tmp_path, capsys):
     assert status == 0 and "FAIL" not in out + err
     assert out.startswith("sealed after crash at seq ") and "truncated, sealed after crash" in out
     shutil.rmtree(session)
+
+
+def test_every_option_with_a_default_names_it_in_its_help():
+    """`--timeout 300`, `--port 8080`: what an option is when it is not given is said in its help."""
+    silent = []
+    for command, parser in subcommands(build_parser()).items():
+        for action in parser._actions:
+            if action.default in (None, False, [], argparse.SUPPRESS) or not action.option_strings:
+                continue
+            if "default" not in (action.help or "") and str(action.default) not in (action.help or ""):
+                silent.append(f"{command} {action.option_strings[0]} (default {action.default!r})")
+    assert not silent, silent

@@ -59,7 +59,9 @@ def runs(tmp_path):
 
 
 def report(runs, out, *extra):
-    assert main(["report", str(runs), "--out", str(out), "--quiet", *extra]) == 0
+    """`spillage report` grouped by the four keys these tests' groups are made of, unless told --by."""
+    by = () if "--by" in extra else ("--by", "framework,model,site,style")
+    assert main(["report", str(runs), "--out", str(out), "--quiet", *by, *extra]) == 0
     return pd.read_csv(out / "tables.csv", keep_default_na=False, na_values=[""]), (out / "report.md").read_text()
 
 
@@ -181,7 +183,7 @@ def test_compare_two_prompts_per_group(tmp_path):
     md = (out / "report.md").read_text()
     assert "## Comparison: prompt=original against prompt=sanitized" in md
     assert "| OR C_E | 0.300 | 0.067 | -0.233 | [" in md
-    assert "browser-use / scripted:z / shop.test / chat only with prompt=original" in md
+    assert "scripted:z only with prompt=original" in md   # grouped by what varies besides: the model
 
 
 def test_events_parquet_holds_every_event(runs, tmp_path):
@@ -339,7 +341,7 @@ def test_two_batches_of_one_matrix_are_told_apart_and_compared(tmp_path):
 def test_compare_without_a_common_group_says_so(tmp_path):
     write_audited_session(tmp_path, "a", model="scripted:a", site="shop.test")
     write_audited_session(tmp_path, "b", model="scripted:b", site="bazaar.test")
-    assert main(["report", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet",
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet", "--by", "framework,site,style",
                  "--compare", "model=scripted:a", "model=scripted:b"]) == 0
     md = (tmp_path / "out" / "report.md").read_text()
     assert ("No group has sessions on both sides: browser-use / bazaar.test / chat only with model=scripted:b; "
@@ -389,3 +391,22 @@ def test_a_proxy_start_session_audited_with_a_scenario_is_reported(tmp_path):
     assert main(["audit", str(session), "--scenario", "shop-kettle-chat", "--judge", "lexical"]) == 0
     table, md = report(session.parent, tmp_path / "out")
     assert list(table["style"]) == ["chat"] and "1 sessions, 0 excluded" in md
+
+
+def test_by_default_a_report_groups_by_the_conditions_that_vary(tmp_path, capsys):
+    """A smoke-like batch (2 scenarios × 2 frameworks × 2 models): four groups of two sessions, each with a
+    CI, pooled over the scenarios; a batch where nothing varies but the scenario is one group."""
+    runs = tmp_path / "runs"
+    for framework, model, site in itertools.product(("browser-use", "autogen"), ("scripted:a", "scripted:b"),
+                                                    ("shop.test", "bazaar.test")):
+        write_audited_session(runs, f"{framework}-{model}-{site}", framework=framework, model=model, site=site,
+                              actions=10 if site == "shop.test" else 20, occurrences={"C_E": 2})
+    assert main(["report", str(runs), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    assert "grouped by framework, model (what varies among them" in capsys.readouterr().err
+    table = pd.read_csv(tmp_path / "out" / "tables.csv")
+    assert len(table) == 4 and set(table["sessions"]) == {2} and not table["or_all_low"].isna().any()
+    one = tmp_path / "one"
+    for site in ("shop.test", "bazaar.test"):
+        write_audited_session(one, site, site=site)
+    assert main(["report", str(one), "--out", str(tmp_path / "out1"), "--quiet"]) == 0
+    assert len(pd.read_csv(tmp_path / "out1" / "tables.csv")) == 1
