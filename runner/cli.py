@@ -507,7 +507,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="send the agent's model calls through the proxy too: captured, and the model "
                           "provider shows as an observer of its own (default: direct, not captured)")
     run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS, help="where the session folder goes (default runs)")
-    run.add_argument("--session-name", help="name of the session folder (default: time, scenario, agent)")
+    run.add_argument("--session-name", help="name of the session folder (default: time, scenario, agent, and the "
+                                            "condition when not the default: guard-MODE, sanitized, note-HASH)")
     run.add_argument("--audit", action="store_true", help="write audit.json and print its summary when done")
     run.add_argument("--agent-user", metavar="USER",
                      help="run the agent as this unprivileged user (root only), in the sandbox or without one "

@@ -12,6 +12,7 @@ from spillage.origins.catalog_store import stored_catalog
 from spillage.proxy.layout import PROXY_LOG
 from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import create_session
+from spillage.runner.conditions import Condition
 from spillage.proxy.layout import seal_permissions
 from spillage.proxy.layout import write_meta
 from spillage.proxy.mitm.ca import ensure_ca
@@ -50,7 +51,9 @@ def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | Non
 
         scenarios, added = catalog_scenarios(scenario)
     catalog, catalog_sha256 = stored_catalog(home, scenarios, 0)
-    session_dir = create_session(runs_dir, f"proxy-{scenario.id}" if scenario else "proxy")
+    label = "-".join(part for part in ("proxy", scenario.id if scenario else "", Condition(guard=guard.mode).label())
+                     if part)
+    session_dir = create_session(runs_dir, label)
     if scenario is not None:
         from spillage.scenarios.dump import scenario_yaml
 

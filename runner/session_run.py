@@ -251,7 +251,8 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     forbid_dumps()   # this process holds the keys: not even the agent's uid may read its memory
     signing_key = load_or_create_key(home)   # a broken home is said before a session folder exists
     ca = ensure_ca(home / "ca")
-    session_dir = create_session(runs_dir, f"{scenario.id}-{agent.label}", session_name)
+    label = "-".join(part for part in (scenario.id, agent.label, condition.label()) if part)
+    session_dir = create_session(runs_dir, label, session_name)
     work = create_work_folder(session_dir)
     routed_model = agent.model_host if model_via_proxy else None
     sandbox = (Sandbox(work, (Path(home).resolve(), session_dir.parent), None if routed_model else agent.model_host,
