@@ -83,8 +83,9 @@ class AgentSpec:
         """Any command, run with the environment contract of docs/AGENTS.md, reaching its model at
         `model_host` (HOST:PORT, `--model-endpoint`) when given. It runs in its work folder, so arguments
         that are relative paths to existing files (`./agent.sh`, `docs/examples/x.py`) are made absolute
-        first, as the caller meant them."""
-        resolved = [str(Path(a).resolve()) if "/" in a and not a.startswith("-") and not Path(a).is_absolute()
+        first, as the caller meant them: without following symlinks, so a venv's `bin/python` stays the
+        venv's (resolved, it would be the base interpreter, without the venv's packages)."""
+        resolved = [os.path.abspath(a) if "/" in a and not a.startswith("-") and not Path(a).is_absolute()
                     and Path(a).exists() else a for a in argv]
         return cls(Path(argv[0]).name, tuple(resolved), model_host=model_host)
 
