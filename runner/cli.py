@@ -147,8 +147,7 @@ def cmd_batch(args) -> int:
         return 0
     runs_dir = args.runs_dir or DEFAULT_RUNS / matrix.name
     models = sorted({r.model for r in matrix.runs})
-    options = dict(retry_failed=args.retry_failed, audit=not args.no_audit, progress=progress,
-                   bar=args.progress or sys.stderr.isatty())
+    options = dict(retry_failed=args.retry_failed, audit=not args.no_audit, progress=progress, bar=not args.quiet)
     client = None
     try:
         if args.scheduler:
@@ -307,7 +306,7 @@ def cmd_audit(args) -> int:
     except (AuditError, JudgeError, ValueError) as e:
         progress(str(e))
         return getattr(e, "status", BAD_INPUT)   # AuditError and JudgeError say theirs
-    bar = sys.stderr.isatty() or args.progress
+    bar = not args.quiet
     if args.scheduler:
         outcomes = audit_cluster(args, sessions, options, bar)
         if outcomes is None:
@@ -530,7 +529,8 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--retry-failed", action="store_true", help="run again the cells that failed or timed out")
     batch.add_argument("--no-audit", action="store_true", help="do not audit each session when it ends")
     batch.add_argument("--dry-run", action="store_true", help="list the runs (their session names) and stop")
-    batch.add_argument("--progress", action="store_true", help="one progress line per finished run when stderr is no terminal (a log, CI)")
+    batch.add_argument("--quiet", action="store_true",
+                       help="no progress (default: a bar on a terminal, else one line per finished run with the ETA)")
     batch.add_argument("--no-preflight", action="store_true",
                        help="do not check the matrix's model endpoints before starting")
     batch.add_argument("--scheduler", metavar="tcp://HOST:PORT", type=scheduler_address,
@@ -629,7 +629,8 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--format", choices=["json", "text"],
                      help="one session: the report as json (default) or text; --evaluate: text (default) or json")
     aud.add_argument("--no-write", action="store_true", help="one session: do not write its audit.json")
-    aud.add_argument("--progress", action="store_true", help="one progress line per audited session when stderr is no terminal (a log, CI)")
+    aud.add_argument("--quiet", action="store_true", help="many sessions: no progress (default: a bar on a "
+                                                          "terminal, else one line per audited session)")
     aud.add_argument("--allow-unverified", action="store_true",
                      help="audit the records before the first damage instead of refusing (the report says so)")
     aud.add_argument("--evaluate", type=Path, metavar="CORPUS",

@@ -343,7 +343,7 @@ def cluster(tmp_path):
 
 def batch_command(tmp_path: Path, runs: str, *extra: str) -> list[str]:
     return [*SPILLAGE, "--home", str(tmp_path / "client-home"), "batch", str(SMOKE), "--runs-dir",
-            str(tmp_path / runs), "--progress", *extra]
+            str(tmp_path / runs), *extra]   # no terminal: a progress line per run
 
 
 def ledger(folder: Path) -> list[dict]:
