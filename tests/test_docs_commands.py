@@ -4,7 +4,7 @@ A block that claims to run offline is marked by `<!-- runs offline -->` on the l
 fence. Its commands run one after the other in one shell (`bash -e`), in a copy of the repository
 as git lists it, with the project's `spillage` on PATH and nothing else set up: every one must exit
 0. In a `console` block the lines after a `$ command` are what it prints (stdout and stderr
-together): each must be there, in order, `…` standing for what the doc leaves out (a line, or the
+as a terminal interleaves them): each must be there, in order, `…` standing for what the doc leaves out (a line, or the
 part of one that changes from run to run), once session times, random suffixes and hashes of 8
 hex digits or more are masked in both. So a quoted output that no longer matches a run fails here,
 and is pasted again from the run the failure shows.
@@ -112,9 +112,9 @@ def test_a_marked_block_runs_as_written(block, fresh_copy):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPILLAGE_", "VIRTUAL_ENV"))}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"   # `spillage`, as the venv gives it
     for command, quoted in zip(block.commands, block.quoted):
-        done = subprocess.run(["bash", "-ec", command], cwd=fresh_copy, env=env, capture_output=True, text=True,
-                              timeout=600)
-        printed = done.stdout + done.stderr
+        done = subprocess.run(["bash", "-ec", command], cwd=fresh_copy, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=600)
+        printed = done.stdout   # stderr and stdout in the order a terminal shows them
         assert done.returncode == 0, f"{block.where}: `{command}` exited {done.returncode}:\n{printed[-3000:]}"
         missing = missing_lines(quoted, printed)
         assert not missing, (f"{block.where}: `{command}` no longer prints\n  " + "\n  ".join(missing)
