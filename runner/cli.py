@@ -14,6 +14,7 @@ from spillage.runner.console import INTERRUPTED
 from spillage.runner.console import ISOLATION
 from spillage.runner.console import progress
 from spillage.runner.console import spillage_home
+from spillage.runner.console import utf8_text
 from spillage.runner.model_spec import DEFAULT_MODEL
 from spillage.runner.model_spec import MODEL_HELP
 from spillage.audit.guard_policy import MODES as GUARD_MODES
@@ -491,7 +492,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0, help="seed of the sites' generated catalog (default 0)")
     run.add_argument("--prompt", choices=["original", "sanitized"], default="original",
                      help="the persona-rich prompt (default) or the scenario's sanitized_prompt (paper §5.4)")
-    run.add_argument("--system-note", default="", metavar="TEXT",
+    run.add_argument("--system-note", default="", metavar="TEXT", type=utf8_text,
                      help="text added to the agent's system prompt, a prompt-level mitigation (paper §5.4)")
     run.add_argument("--guard", choices=GUARD_MODES, default="off",
                      help="stop what would reveal the scenario's irrelevant attributes on the wire: monitor records "

@@ -503,6 +503,9 @@ def evidence_cases(root: Path) -> list[Case]:
         Case("verify-proof-key-garbage", ["verify-proof", str(tlog), "--key", "ed25519:zz"], {2}, "--key"),
         Case("verify-proof-key-other", ["verify-proof", str(tlog), "--key", str(other_key)], {1}, tlog.name),
         Case("seal-reason-not-utf8", ["seal", str(root / "signed-crashed"), "--reason", "bad\udcff"], {2}, "--reason"),
+        Case("run-note-not-utf8", ["run", "--scenario", "shop-kettle-chat", "--system-note", "bad\udcff",
+                                   "--runs-dir", str(root / "out" / "runs-note")], {2}, "--system-note",
+             [str(root / "out" / "runs-note")]),
         Case("seal-sealed-already", ["seal", str(sealed_twice)], {1}, "capture.jsonl"),
     ]
     cases += document_cases(root, "tlog", tlog.read_bytes(), ".tlog-proof",
