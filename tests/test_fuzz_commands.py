@@ -533,6 +533,18 @@ def scheduler_cases(root: Path, silent: int) -> list[Case]:
     ]
 
 
+def endpoint_cases(root: Path, silent: int) -> list[Case]:
+    """A model endpoint that accepts and never answers: the preflight gives up within its timeout and
+    says so (exit 3, the model does not answer), before a session folder exists."""
+    runs = root / "out" / "runs-silent-model"
+    return [Case("endpoint-silent-run", ["run", "--scenario", "shop-kettle-chat", "--runs-dir", str(runs), "--model",
+                                         f"openai-compatible:http://127.0.0.1:{silent}/v1#m"], {3}, "within 5 s",
+                 [str(runs)]),
+            Case("endpoint-silent-judge", ["audit", str(GOOD), "--no-write", "--judge", "llm", "--judge-timeout", "2",
+                                           "--judge-url", f"http://127.0.0.1:{silent}/v1", "--judge-model", "m"],
+                 {2, 3}, "timed out after 2 s")]
+
+
 def closed_port() -> int:
     import socket
 
@@ -650,7 +662,8 @@ def fuzz(tmp_path_factory, silent_listener) -> dict[str, tuple[Case, dict]]:
     """Every case built and run in the capped child; case id → (case, its result)."""
     root = tmp_path_factory.mktemp("fuzz")
     (root / "out").mkdir()
-    cases = [case for build in BUILDERS for case in build(root)] + scheduler_cases(root, silent_listener)
+    cases = [case for build in BUILDERS for case in build(root)] + scheduler_cases(root, silent_listener) \
+        + endpoint_cases(root, silent_listener)
     assert len({c.id for c in cases}) == len(cases), "case ids must be unique"
     cases_file = root / "cases.json"
     cases_file.write_text(json.dumps([{"id": c.id, "argv": ["--home", str(root / "home"), *c.argv],
@@ -691,4 +704,5 @@ def test_the_fuzz_is_several_hundred_cases_over_every_input_kind(fuzz):
     kinds = {cid.split("-")[0] for cid in fuzz}
     assert len(fuzz) >= 400
     assert {"log", "signed", "meta", "catalog", "har", "flows", "pcap", "pcapng", "scenario", "matrix", "profile",
-            "audit", "proof", "personas", "key", "prove", "verify", "seal", "scheduler", "policy", "tlog"} <= kinds, kinds
+            "audit", "proof", "personas", "key", "prove", "verify", "seal", "scheduler", "endpoint", "policy",
+            "tlog"} <= kinds, kinds
