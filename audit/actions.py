@@ -696,8 +696,14 @@ class ActionBuilder:
             self.pending.append(beacon)
 
     def earlier(self, beacon: "Pending") -> Action | None:
-        """The latest action at the beacon's URL, when it came at most WINDOW records before it."""
-        before = self.by_url.get(beacon.url) if beacon.url else None
+        """The latest action at the beacon's URL (a submit's: at its form's path, as `resolve` matches it:
+        a GET form's request carries the fields in its query), when it came at most WINDOW records before."""
+        if beacon.event == "submit" and beacon.url:
+            path = beacon.url.split("?")[0]
+            before = next((a for a in reversed(self.actions) if a.what not in ("scroll", "click")
+                           and a.url.split("?")[0] == path), None)
+        else:
+            before = self.by_url.get(beacon.url) if beacon.url else None
         return before if before is not None and 0 <= beacon.seq - before.seq <= WINDOW else None
 
     def resolve(self, action: Action) -> None:

@@ -37,7 +37,10 @@ def find_sessions(paths: list[Path]) -> list[Path]:
         if (path / LOG_NAME).is_file():
             found.append(path)
         elif path.is_dir():
-            found.extend(sessions_below(path))
+            below = sessions_below(path)
+            if not below:
+                raise AuditError(f"{path}: no session folders here or below (a session folder holds {LOG_NAME})")
+            found.extend(below)
         else:
             raise AuditError(f"{path}: no such session folder")
     return list(dict.fromkeys(found))

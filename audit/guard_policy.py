@@ -114,8 +114,14 @@ def load_policy(path: Path, mode: str, scenario_attributes=()) -> Policy:
     if unknown:
         raise where.error(unknown[0], "unknown key; expected attributes, observers")
     policy = default_policy(mode, scenario_attributes)
-    attributes = tuple(read_attribute(where, f"attributes[{i}]", a) for i, a in enumerate(
-        where.of_type(data, "attributes", list, []))) or policy.attributes
+    own = tuple(read_attribute(where, f"attributes[{i}]", a) for i, a in enumerate(
+        where.of_type(data, "attributes", list, [])))
+    first = {}
+    for i, attribute in enumerate(own):
+        if first.setdefault(attribute.id, i) != i:
+            raise where.error(f"attributes[{i}].id", f"{attribute.id!r} again (attributes[{first[attribute.id]}] "
+                                                     "has it): each attribute needs its own id")
+    attributes = own or policy.attributes
     if not attributes:
         raise where.error("attributes", "no attributes to guard: give some, or a scenario whose irrelevant ones to use")
     rules = dict(policy.rules)
@@ -182,8 +188,12 @@ def line_numbers(root: yaml.Node) -> dict[str, int]:
     import yaml
 
     found: dict[str, int] = {}
+    seen: set[int] = set()
 
     def walk(node: yaml.Node, prefix: str) -> None:
+        if id(node) in seen:   # an alias: its node is walked once (a billion laughs is not a billion walks)
+            return
+        seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
                 name = f"{prefix}.{key.value}" if prefix else str(key.value)

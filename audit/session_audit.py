@@ -106,6 +106,7 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
         "format": FORMAT, "version": VERSION,
         "session": session_dir.resolve().name,
         "scenario": scenario.id,
+        "style": scenario.style,
         "site": scenario.site,
         "first_party": first_party,
         "judge": judge.name,

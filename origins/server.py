@@ -59,7 +59,7 @@ class OneLineParser(argparse.ArgumentParser):
     """Bad arguments are one line on stderr and exit 2, as every `spillage` command's (no usage dump)."""
 
     def error(self, message: str):
-        print(f"spillage origins: {message}", file=sys.stderr)
+        print(f"spillage: origins serve: {message}", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -112,10 +112,10 @@ def main(argv=None) -> int:
         serve(args.host, args.port, args.from_catalog or args.catalog, seed=args.seed, scenarios=scenarios,
               existing=args.from_catalog is not None, listener=listener, access_log=args.access_log)
     except ScenarioError as e:
-        print(f"spillage origins: {e}", file=sys.stderr)
+        print(f"spillage: origins serve: {e}", file=sys.stderr)
         return 2
     except OSError as e:
-        print(f"spillage origins: {e}", file=sys.stderr)
+        print(f"spillage: origins serve: {e}", file=sys.stderr)
         return 1
     return 0
 

@@ -59,7 +59,7 @@ def blob_path(session_dir: str | os.PathLike[str], digest: str) -> Path:
 
 def slug(text: str) -> str:
     """A file-name-safe version of `text`."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "session"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:100] or "session"
 
 
 def check_session_name(name: str) -> None:

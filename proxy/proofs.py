@@ -25,6 +25,7 @@ from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import record_hash
 from spillage.proxy.documents import DocumentError
 from spillage.proxy.documents import load_json
+from spillage.proxy.documents import read_text
 from spillage.proxy.layout import capture_path
 from spillage.proxy.layout import read_checkpoint_note
 from spillage.proxy.merkle import consistency_proof
@@ -176,7 +177,8 @@ def prove_consistency(session: Path, old: int, new: int, key: str | None = None)
     sizes = sorted(log.heads)
     for size in (old, new):
         if size not in log.heads:
-            raise ProofRequestError(f"no signed head of tree size {size}; this log's are {', '.join(map(str, sizes))}")
+            raise ProofRequestError(f"--consistency {old} {new}: no signed head of tree size {size}; this log's are "
+                                    f"{', '.join(map(str, sizes))}")
     if not 0 < old <= new:
         raise ProofRequestError(f"--consistency A B needs 0 < A <= B, got {old} and {new}")
     path = consistency_proof(log.leaves, old, new)
@@ -200,9 +202,12 @@ def read_proof(path: Path, key: str | None) -> tuple[bool, str]:
     if start != TLOG_PROOF_HEADER:
         return check_proof(load_proof(path), key)
     try:
-        text = Path(path).read_bytes()[:MAX_PROOF_BYTES].decode("utf-8")
+        text = read_text(Path(path), MAX_PROOF_BYTES, "tlog-proof")
+    except DocumentError as exc:
+        raise ProofError(str(exc)) from None
+    try:
         return check_tlog_proof(text, key)
-    except (UnicodeDecodeError, ProofError) as exc:
+    except ProofError as exc:
         raise ProofError(f"{path}: {exc}") from None
 
 

@@ -23,10 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from spillage.proxy.documents import DocumentError
+from spillage.proxy.documents import read_text
 from spillage.proxy.notes import Note
 from spillage.proxy.notes import NoteError
 from spillage.proxy.notes import Signature
@@ -40,6 +43,7 @@ KEY_FILE = "ed25519.pem"
 PUBLIC_FILE = "ed25519.pub.pem"
 FINGERPRINT_PREFIX = "ed25519:"
 VKEY_START = re.compile(r"[^\s+]+\+[0-9a-f]{8}\+")   # a C2SP note verifier key: name+keyid+base64
+KEY_LIMIT = 64 << 10   # a PEM key is a few hundred bytes; a bigger file is not one
 CERTIFICATE_PURPOSE = "spillage-session-key-v1"
 CHECKPOINT_PURPOSE = "spillage-checkpoint-v1"
 #: What the issuer of a session key may state in its certificate: how the agent was isolated
@@ -83,11 +87,20 @@ def key_file(home: Path) -> Path:
 
 def load_or_create_key(home: Path) -> Ed25519PrivateKey:
     """The long-term key of `home`, made on first use (0600 in a 0700 folder, safe against concurrent
-    runs). Its public half is written beside it as `ed25519.pub.pem` for others to pin."""
+    runs). Its public half is written beside it as `ed25519.pub.pem` for others to pin. SigningKeyError
+    names the file when the home, its folder or its key is not one."""
     folder = Path(home) / KEY_DIR
-    Path(home).mkdir(parents=True, exist_ok=True, mode=0o700)
-    folder.mkdir(exist_ok=True, mode=0o700)
-    os.chmod(folder, 0o700)
+    for place in (Path(home), folder):
+        if place.exists() and not place.is_dir():
+            raise SigningKeyError(f"{place}: a file, not a folder; the spillage home (--home, $SPILLAGE_HOME) "
+                                  f"is a folder, its key in {KEY_DIR}/{KEY_FILE}")
+    try:
+        Path(home).mkdir(parents=True, exist_ok=True, mode=0o700)
+        folder.mkdir(exist_ok=True, mode=0o700)
+        os.chmod(folder, 0o700)
+    except OSError as exc:
+        raise SigningKeyError(f"{exc.filename or folder}: cannot make the spillage home's key folder "
+                              f"({exc.strerror or exc})") from None
     path = folder / KEY_FILE
     with open(folder / ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -103,13 +116,26 @@ def load_or_create_key(home: Path) -> Ed25519PrivateKey:
                 os.fsync(f.fileno())
             tmp.replace(path)
             (folder / PUBLIC_FILE).write_bytes(public_pem(raw_public(key)))
-    os.chmod(path, 0o600)
+    return read_private_key(path)
+
+
+def read_private_key(path: Path) -> Ed25519PrivateKey:
+    """The unencrypted Ed25519 private key in PEM at `path` (0600 from now on); SigningKeyError names the
+    file and what it holds instead."""
+    if path.exists() and not path.is_file():
+        raise SigningKeyError(f"{path}: not a file; the signing key is a PEM file (move it away to make a new one)")
     try:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-    except (ValueError, TypeError) as exc:
-        raise SigningKeyError(f"{path}: not an unencrypted Ed25519 private key in PEM ({exc})") from None
+        os.chmod(path, 0o600)
+        text = read_text(path, KEY_LIMIT, "PEM private key")
+    except (OSError, DocumentError) as exc:
+        raise SigningKeyError(str(exc) if isinstance(exc, DocumentError) else f"{path}: {exc.strerror or exc}") from None
+    try:
+        key = serialization.load_pem_private_key(text.encode("utf-8"), password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        raise SigningKeyError(f"{path}: not an unencrypted Ed25519 private key in PEM "
+                              f"({' '.join(str(exc).split()).split('. ')[0]})") from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise SigningKeyError(f"{path}: not an Ed25519 private key")
+        raise SigningKeyError(f"{path}: not an Ed25519 private key ({type(key).__name__.lstrip('_')})")
     return key
 
 

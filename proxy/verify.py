@@ -827,18 +827,18 @@ def run_verify(path: str | os.PathLike[str], key: str | None = None, out: TextIO
     given = Path(path)
     log = capture_path(given)
     if not given.exists():
-        print(f"error: {given}: no such file or folder", file=err)
+        print(f"spillage: {given}: no such file or folder", file=err)
         return 2
     if not log.is_file():
-        print(f"error: {given}: no {LOG_NAME} in this folder", file=err)
+        print(f"spillage: {given}: no {LOG_NAME} in this folder", file=err)
         return 2
     try:
         result = verify(log, key)
     except SigningKeyError as exc:
-        print(f"error: {exc}", file=err)
+        print(f"spillage: {exc}", file=err)
         return 2
     except OSError as exc:
-        print(f"error: {log}: cannot read: {exc.strerror or exc}", file=err)
+        print(f"spillage: {log}: cannot read: {exc.strerror or exc}", file=err)
         return 2
     print(result.summary(), file=out)
     return 0 if result.ok else 1

@@ -4,7 +4,8 @@ timeline, in the terminal or as a page)."""
 import sys
 from pathlib import Path
 
-from spillage.reports.options import DEFAULT_KEYS
+from spillage.reports.options import AUTO
+from spillage.reports.options import CONDITIONS
 from spillage.reports.options import DEFAULT_SEED
 from spillage.reports.options import KEYS
 from spillage.reports.options import RESAMPLES
@@ -13,11 +14,21 @@ from spillage.runner.console import spillage_home
 
 
 def grouping_keys(text: str) -> tuple[str, ...]:
+    """The keys of `--by KEYS`; () for `auto`."""
+    if text == AUTO:
+        return ()
     keys = tuple(k.strip() for k in text.split(",") if k.strip())
     unknown = [k for k in keys if k not in KEYS]
     if not keys or unknown:
-        raise ValueError(f"--by {text!r}: keys must be among {', '.join(KEYS)}")
+        raise ValueError(f"--by {text!r}: keys must be among {', '.join(KEYS)}, or auto")
     return keys
+
+
+def varying_keys(sessions: list[dict], compared: str | None = None) -> tuple[str, ...]:
+    """`--by auto`: the conditions (CONDITIONS) that take more than one value among `sessions`, the compared
+    key besides; the rates pool over scenarios, sites and styles. None varies: one group, by framework."""
+    keys = tuple(k for k in CONDITIONS if k != compared and len({s[k] for s in sessions}) > 1)
+    return keys or ("framework",)
 
 
 def cmd_report(args) -> int:
@@ -29,12 +40,15 @@ def cmd_report(args) -> int:
     try:
         by = grouping_keys(args.by)
         batch = load_batch(args.runs, args.include_unverified, bar=not args.quiet)
-        write_batch_report(batch, args.out, ReportOptions(by, args.seed, tuple(args.compare or ()) or None, args.png))
+        chosen = by or varying_keys(batch.sessions, args.compare[0].split("=")[0] if args.compare else None)
+        write_batch_report(batch, args.out, ReportOptions(chosen, args.seed, tuple(args.compare or ()) or None, args.png))
     except (ReportError, ValueError) as e:
         return fail(str(e))
     for name, why in batch.excluded:
         print(f"spillage: excluded {name}: {why}", file=sys.stderr)
-    print(f"spillage: {len(batch.sessions)} sessions reported, {len(batch.excluded)} excluded", file=sys.stderr)
+    grouping = f"grouped by {', '.join(chosen)}" + ("" if by else " (what varies among them; --by KEYS groups otherwise)")
+    print(f"spillage: {len(batch.sessions)} sessions reported, {len(batch.excluded)} excluded; {grouping}",
+          file=sys.stderr)
     print(args.out / "report.md")
     return 0
 
@@ -67,8 +81,9 @@ def add_commands(sub) -> None:
                     "tables.csv, sessions.csv, events.parquet and plots/ into --out.")
     report.add_argument("runs", nargs="+", type=Path, metavar="RUNS", help="session folders or folders of sessions")
     report.add_argument("--out", type=Path, required=True, help="folder for the report files")
-    report.add_argument("--by", default=",".join(DEFAULT_KEYS),
-                        help=f"grouping keys, comma-separated, among {', '.join(KEYS)} (default %(default)s)")
+    report.add_argument("--by", default=AUTO,
+                        help=f"grouping keys, comma-separated, among {', '.join(KEYS)}; default auto: those of "
+                             f"{', '.join(CONDITIONS)} that vary among the sessions (framework when none does)")
     report.add_argument("--compare", nargs=2, metavar=("KEY=A", "KEY=B"),
                         help="compare two values of one key per group, e.g. prompt=original prompt=sanitized")
     report.add_argument("--seed", type=int, default=DEFAULT_SEED,

@@ -24,6 +24,7 @@ from spillage.scenarios.loader import MAX_SCENARIO_BYTES
 from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import META_NAME
 from spillage.proxy.verify import identity_problem
+from spillage.proxy.verify import verify
 
 # What a session can be grouped or compared by, and where each value comes from.
 NO_NOTE = UNKNOWN = "-"
@@ -91,7 +92,9 @@ class SessionSkipped(Exception):
 def read_session(folder: Path, name: str) -> tuple[dict, list[dict], list[dict]]:
     """The counts row, the event rows and the observer rows of one audited session, named `name`;
     SessionSkipped says why not."""
-    audit = read_json(folder / REPORT_NAME, "no audit.json (run `spillage audit`)")
+    if not (folder / REPORT_NAME).is_file():
+        raise SessionSkipped(no_audit(folder))
+    audit = read_json(folder / REPORT_NAME, "")
     meta = read_json(folder / META_NAME, "no meta.json")
     if not isinstance(audit, dict) or audit.get("format") != FORMAT:
         raise SessionSkipped(f"{REPORT_NAME} is not a spillage audit")
@@ -123,6 +126,15 @@ def observer_row(observer: dict) -> dict:
             "actions": int(observer["actions"]), "attributes": " ".join(observer["received"]["attributes"])}
 
 
+def no_audit(folder: Path) -> str:
+    """Why a session without audit.json is left out, with the command that audits it."""
+    check = verify(folder)
+    if check.ok:
+        return f"no audit.json: `spillage audit {folder}` writes it"
+    return (f"no audit.json, and its capture does not verify ({check.damage}): `spillage audit --allow-unverified "
+            f"{folder}` audits it up to the damage, and `spillage report --include-unverified` counts it")
+
+
 def read_json(path: Path, missing: str):
     if not path.is_file():
         raise SessionSkipped(missing)
@@ -133,15 +145,16 @@ def read_json(path: Path, missing: str):
 
 
 def session_keys(folder: Path, audit: dict, meta: dict) -> dict:
-    """The grouping values of a session: framework and model and condition from meta.json, site and
-    scenario from the audit, style from the scenario copy the session keeps. A session imported from
-    a file (`spillage import`) has framework `imported`; what meta.json does not say is `-`."""
+    """The grouping values of a session: framework and model and condition from meta.json, site,
+    scenario and style from the audit (style from the scenario copy for an audit that lacks it). A
+    session imported from a file (`spillage import`) has framework `imported`; what meta.json does not
+    say is `-`."""
     condition, agent = meta.get("condition") or {}, meta.get("agent") or {}
     return {
         "framework": agent.get("framework") or ("imported" if "import" in meta else UNKNOWN),
         "model": agent.get("model") or agent.get("label") or UNKNOWN,
         "site": audit["site"],
-        "style": scenario_style(folder),
+        "style": audit.get("style") or scenario_style(folder),   # audits before 'style' read the copy
         "scenario": audit["scenario"],
         "prompt": condition.get("prompt", "original"),
         "note": condition.get("system_note") or NO_NOTE,

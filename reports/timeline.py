@@ -15,7 +15,6 @@ from spillage.audit.session_audit import audit_session
 from spillage.proxy.layout import BLOB_DIR
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.capturelog import CaptureError
-from spillage.proxy.layout import capture_path
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.verify import VerifyResult
 from spillage.proxy.verify import verify
@@ -78,7 +77,11 @@ def load_timeline(folder: Path, home: Path | None = None) -> Timeline:
     """Verify `folder`'s log, take its audit (made now, with the catalog store of the spillage `home`,
     when it has none), and keep the records the audit's evidence names."""
     folder = Path(folder)
-    if not capture_path(folder).is_file():
+    if folder.name == LOG_NAME and folder.is_file():
+        folder = folder.parent
+    if folder.is_file():
+        raise InspectError(f"{folder}: a file, not a session folder (one holds {LOG_NAME})")
+    if not (folder / LOG_NAME).is_file():
         raise InspectError(f"{folder}: no {LOG_NAME} here; is this a session folder?")
     check = verify(folder)
     audit, source = session_audit(folder, check, home)

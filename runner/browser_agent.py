@@ -54,6 +54,7 @@ async def run_agent(args) -> int:
         headless=True,
         chromium_sandbox=False,
         user_data_dir=home / "chromium-profile",
+        downloads_path=home / "downloads",   # not browser-use's default, a new folder in the system temp per run
         enable_default_extensions=False,
         proxy=ProxySettings(server=os.environ["SPILLAGE_PROXY"], bypass="<-loopback>"),
         args=[f"--ignore-certificate-errors-spki-list={os.environ['SPILLAGE_CA_SPKI']}"],

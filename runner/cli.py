@@ -14,6 +14,8 @@ from spillage.runner.console import INTERRUPTED
 from spillage.runner.console import ISOLATION
 from spillage.runner.console import progress
 from spillage.runner.console import spillage_home
+from spillage.runner.console import utf8_text
+from spillage.runner.model_spec import DEFAULT_MODEL
 from spillage.runner.model_spec import MODEL_HELP
 from spillage.audit.guard_policy import MODES as GUARD_MODES
 from spillage.audit.judge_default import DEFAULT_JUDGE
@@ -50,6 +52,9 @@ def cmd_run(args) -> int:
     if command:
         agent = AgentSpec.command(command, args.model_endpoint)
     else:
+        if args.model is None:
+            args.model = DEFAULT_MODEL
+            progress(f"model {DEFAULT_MODEL} (no --model given): a scripted policy that overshares on purpose, no LLM")
         try:
             spec = parse_model(args.model, args.base_url)  # fail here, not inside the child
         except ModelSpecError as e:
@@ -150,8 +155,7 @@ def cmd_batch(args) -> int:
         return 0
     runs_dir = args.runs_dir or DEFAULT_RUNS / matrix.name
     models = sorted({r.model for r in matrix.runs})
-    options = dict(retry_failed=args.retry_failed, audit=not args.no_audit, progress=progress,
-                   bar=args.progress or sys.stderr.isatty())
+    options = dict(retry_failed=args.retry_failed, audit=not args.no_audit, progress=progress, bar=not args.quiet)
     client = None
     try:
         if args.scheduler:
@@ -313,7 +317,7 @@ def cmd_audit(args) -> int:
     except (AuditError, JudgeError, ValueError) as e:
         progress(str(e))
         return getattr(e, "status", BAD_INPUT)   # AuditError and JudgeError say theirs
-    bar = sys.stderr.isatty() or args.progress
+    bar = not args.quiet
     if args.scheduler:
         outcomes = audit_cluster(args, sessions, options, bar)
         if outcomes is None:
@@ -450,8 +454,27 @@ def host_port(text: str) -> str:
     return f"{host.lower()}:{int(port)}"
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with the one line every other bad input gets (`spillage: batch: argument --jobs: …`),
+    exit 2. Its subcommands' parsers are of this class too."""
+
+    def error(self, message: str):
+        command = self.prog.removeprefix("spillage").strip()
+        progress(f"{command + ': ' if command else ''}{message} (`{self.prog} --help` lists the options)")
+        self.exit(BAD_INPUT)
+
+
+def scheduler_address(text: str) -> str:
+    """An argparse type: a Dask scheduler's tcp://HOST:PORT (or tls://HOST:PORT)."""
+    scheme, sep, location = text.partition("://")
+    if scheme not in ("tcp", "tls") or not sep:
+        raise argparse.ArgumentTypeError(f"{text!r} is not tcp://HOST:PORT (or tls://HOST:PORT)")
+    host_port(location)
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="spillage", description="Capture and audit what web agents reveal about their users.",
         epilog="exit status: 0 done; 1 the evidence does not verify, or the sessions differ; 2 bad input "
                "or usage; 3 the agent failed; 70 an error of ours (the traceback is saved); 130 interrupted",
@@ -470,14 +493,16 @@ def build_parser() -> argparse.ArgumentParser:
                      help="which style of a persona file to run")
     run.add_argument("--agent", choices=["browser-use", "autogen"], default="browser-use",
                      help="the agent framework (default browser-use); ignored when a command follows --")
-    run.add_argument("--model", default="scripted:oversharer", help=MODEL_HELP)
+    run.add_argument("--model", help=MODEL_HELP + f"; default {DEFAULT_MODEL}, a scripted policy that overshares on "
+                                              "purpose (said at start)")
     run.add_argument("--base-url", help="endpoint for openai:/ollama: models")
     run.add_argument("--max-steps", type=positive, default=50, help="the agent's step limit (default 50, as in the paper)")
-    run.add_argument("--timeout", type=seconds, default=300, help="seconds before the agent is stopped")
+    run.add_argument("--timeout", type=seconds, default=300,
+                     help="seconds before the agent is stopped (default 300)")
     run.add_argument("--seed", type=int, default=0, help="seed of the sites' generated catalog (default 0)")
     run.add_argument("--prompt", choices=["original", "sanitized"], default="original",
                      help="the persona-rich prompt (default) or the scenario's sanitized_prompt (paper §5.4)")
-    run.add_argument("--system-note", default="", metavar="TEXT",
+    run.add_argument("--system-note", default="", metavar="TEXT", type=utf8_text,
                      help="text added to the agent's system prompt, a prompt-level mitigation (paper §5.4)")
     run.add_argument("--guard", choices=GUARD_MODES, default="off",
                      help="stop what would reveal the scenario's irrelevant attributes on the wire: monitor records "
@@ -492,8 +517,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="send the agent's model calls through the proxy too: captured, and the model "
                           "provider shows as an observer of its own (default: direct, not captured)")
     run.add_argument("--live", action="append", metavar="HOST[,HOST...]", help=LIVE_HELP)
-    run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS)
-    run.add_argument("--session-name", help="name of the session folder (default: time, scenario, agent)")
+    run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS, help="where the session folder goes (default runs)")
+    run.add_argument("--session-name", help="name of the session folder (default: time, scenario, agent, and the "
+                                            "condition when not the default: guard-MODE, sanitized, note-HASH)")
     run.add_argument("--audit", action="store_true", help="write audit.json and print its summary when done")
     run.add_argument("--agent-user", metavar="USER",
                      help="run the agent as this unprivileged user (root only), in the sandbox or without one "
@@ -515,10 +541,11 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--retry-failed", action="store_true", help="run again the cells that failed or timed out")
     batch.add_argument("--no-audit", action="store_true", help="do not audit each session when it ends")
     batch.add_argument("--dry-run", action="store_true", help="list the runs (their session names) and stop")
-    batch.add_argument("--progress", action="store_true", help="one progress line per finished run when stderr is no terminal (a log, CI)")
+    batch.add_argument("--quiet", action="store_true",
+                       help="no progress (default: a bar on a terminal, else one line per finished run with the ETA)")
     batch.add_argument("--no-preflight", action="store_true",
                        help="do not check the matrix's model endpoints before starting")
-    batch.add_argument("--scheduler", metavar="ADDRESS",
+    batch.add_argument("--scheduler", metavar="tcp://HOST:PORT", type=scheduler_address,
                        help="run the cells on the workers of this Dask scheduler (tcp://HOST:PORT), each in its own "
                             "spillage home, as many at once as a worker's browser resource; docs/CLUSTER.md")
     batch.add_argument("--keys", type=Path, metavar="FILE",
@@ -528,22 +555,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     proxy = sub.add_parser("proxy", help="the capturing proxy").add_subparsers(dest="proxy_cmd", required=True)
     start = proxy.add_parser("start", help="run origins and the proxy in the foreground, capturing into a new session")
-    start.add_argument("--port", type=port_number, default=8080)
+    start.add_argument("--port", type=port_number, default=8080, help="the proxy's port on 127.0.0.1 (default 8080)")
     start.add_argument("--scenario", help="the scenario (file or id) the agent works on: the session keeps its "
                                           "copy, so audit, report and inspect take it as it is")
     start.add_argument("--style", choices=["chat", "email", "generic"], help="which style of a persona file")
-    start.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS)
+    start.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS, help="where the session folder goes (default runs)")
     start.add_argument("--guard", choices=GUARD_MODES, default="off",
-                       help="the leak guard (docs/GUARD.md): it guards the --scenario's irrelevant attributes, or "
-                            "those of --guard-policy")
+                       help="the leak guard (docs/GUARD.md; default off): it guards the --scenario's irrelevant "
+                            "attributes, or those of --guard-policy")
     start.add_argument("--guard-policy", type=Path, metavar="FILE", help="the guard's rules and attributes")
     start.add_argument("--live", action="append", metavar="HOST[,HOST...]", help=LIVE_HELP)
     start.set_defaults(func=cmd_proxy_start)
 
     origins = sub.add_parser("origins", help="our local sites").add_subparsers(dest="origins_cmd", required=True)
     serve = origins.add_parser("serve", help="serve shop.test, bazaar.test and metrics.test on loopback")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=port_number, default=8000)
+    serve.add_argument("--host", default="127.0.0.1", help="a loopback address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=port_number, default=8000, help="the port (default 8000; 0: any free one)")
     serve.add_argument("--catalog", type=Path, help="write the SQLite catalog here (default: a temporary file)")
     serve.add_argument("--seed", type=int, default=0, help="catalog seed (default 0)")
     serve.set_defaults(func=cmd_origins_serve)
@@ -603,7 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--judge-threshold", type=float, help="embedding judge: similarity threshold")
     aud.add_argument("--judge-timeout", type=float, help="llm judge: seconds to wait for each answer (default 120)")
     aud.add_argument("--jobs", type=positive, default=1, help="worker processes for many sessions (default 1)")
-    aud.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+    aud.add_argument("--scheduler", metavar="tcp://HOST:PORT", type=scheduler_address,
                      help="audit on the workers of this Dask scheduler instead (docs/CLUSTER.md)")
     aud.add_argument("--scenario", help="scenario file or id (default: each session's copy)")
     aud.add_argument("--profiles", type=Path, action="append", default=[], metavar="DIR",
@@ -615,7 +642,8 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--format", choices=["json", "text"],
                      help="one session: the report as json (default) or text; --evaluate: text (default) or json")
     aud.add_argument("--no-write", action="store_true", help="one session: do not write its audit.json")
-    aud.add_argument("--progress", action="store_true", help="one progress line per audited session when stderr is no terminal (a log, CI)")
+    aud.add_argument("--quiet", action="store_true", help="many sessions: no progress (default: a bar on a "
+                                                          "terminal, else one line per audited session)")
     aud.add_argument("--allow-unverified", action="store_true",
                      help="audit the records before the first damage instead of refusing (the report says so)")
     aud.add_argument("--evaluate", type=Path, metavar="CORPUS",
@@ -636,10 +664,12 @@ def input_errors() -> tuple[type[Exception], ...]:
     from spillage.origins.grammar import ProfileError
     from spillage.proxy.capturelog import CaptureError
     from spillage.proxy.mitm.ca import CertAuthorityError
+    from spillage.proxy.documents import DocumentError
+    from spillage.proxy.signing import SigningKeyError
     from spillage.runner.children import ChildError
     from spillage.scenarios.loader import ScenarioError
 
-    return ScenarioError, CaptureError, ProfileError, ChildError, CertAuthorityError
+    return ScenarioError, CaptureError, ProfileError, ChildError, CertAuthorityError, SigningKeyError, DocumentError
 
 
 def main(argv: list[str] | None = None) -> int:

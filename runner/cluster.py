@@ -89,6 +89,7 @@ def connect(address: str, browsers: bool = True):
             raise ValueError(scheme)
     except ValueError:
         raise ClusterError(f"--scheduler {address}: expected tcp://HOST:PORT (or tls://HOST:PORT)") from None
+    handshake(address)
     try:
         client = Client(address, timeout=CONNECT_SECONDS, set_as_default=False)
     except OSError as e:
@@ -104,6 +105,38 @@ def connect(address: str, browsers: bool = True):
         raise ClusterError(f"--scheduler {address}: no worker offers a browser; start workers with "
                            f"`dask worker {address} --resources {BROWSER}=N`")
     return client
+
+
+def handshake(address: str) -> None:
+    """Connect to the scheduler at `address`, then wait for its Dask handshake, each within
+    CONNECT_SECONDS (distributed's Client waits for the handshake without end); ClusterError says which
+    of the two ran out."""
+    import asyncio
+
+    from distributed.comm import connect as comm_connect
+    from distributed.comm.addressing import get_address_host_port
+
+    host, port = get_address_host_port(address)
+
+    async def reach() -> None:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), CONNECT_SECONDS)
+        writer.close()
+
+    async def greet() -> None:
+        comm = await asyncio.wait_for(comm_connect(address, timeout=CONNECT_SECONDS), CONNECT_SECONDS)
+        await comm.close()
+
+    for step, what in ((reach, "no connection"), (greet, "the connection opened, but no Dask handshake came")):
+        try:
+            asyncio.run(step())
+        except (TimeoutError, OSError) as e:   # distributed's CommClosedError is an OSError
+            timeout = "the connect timeout" if step is reach else "the handshake timeout"
+            why = f"{what} within {CONNECT_SECONDS} s ({timeout})" if isinstance(e, TimeoutError) else \
+                f"{' '.join(str(e).split()) or type(e).__name__}"
+            raise ClusterError(f"--scheduler {address}: {why}; is a Dask scheduler listening there?") from None
+        except (MemoryError, ValueError, TypeError) as e:   # bytes that are not Dask's frames
+            raise ClusterError(f"--scheduler {address}: something answers there, but not a Dask scheduler "
+                               f"({type(e).__name__})") from None
 
 
 def read_pins(path: Path) -> frozenset[str]:

@@ -1,6 +1,7 @@
 """The experimental conditions of a run (paper §5.4): which prompt the agent gets, a system note, and
 the guard on the wire (docs/GUARD.md)."""
 
+import hashlib
 from dataclasses import dataclass
 
 from spillage.scenarios.model import Scenario
@@ -36,6 +37,16 @@ class Condition:
             from spillage.audit.guard_policy import policy_for
 
             policy_for(self.guard, self.guard_policy, scenario.irrelevant)
+
+    def label(self) -> str:
+        """What sets this condition apart in a session folder's name, '' for the default one:
+        `guard-redact`, `sanitized`, `note-1a2b3c` (the note's SHA-256, so two notes differ)."""
+        parts = [f"guard-{self.guard}"] if self.guard != "off" else []
+        if self.prompt != "original":
+            parts.append(self.prompt)
+        if self.system_note:
+            parts.append("note-" + hashlib.sha256(self.system_note.encode("utf-8")).hexdigest()[:6])
+        return "-".join(parts)
 
     def as_json(self) -> dict:
         return {"prompt": self.prompt, "system_note": self.system_note,

@@ -44,3 +44,16 @@ def print_result(text: str, status: int) -> int:
 def spillage_home(args) -> Path:
     """The folder of the CA, the signing key and other state: --home, $SPILLAGE_HOME or ./.spillage."""
     return Path(getattr(args, "home", None) or os.environ.get("SPILLAGE_HOME") or DEFAULT_HOME).resolve()
+
+
+
+def utf8_text(text: str) -> str:
+    """An argparse type for free text kept in a record: UTF-8 only (an undecodable byte of the command
+    line reaches Python as a lone surrogate)."""
+    import argparse
+
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise argparse.ArgumentTypeError(f"not UTF-8 text (character {e.start + 1})") from None
+    return text

@@ -8,6 +8,7 @@ from spillage.proxy.documents import atomic_file
 from spillage.runner.console import BAD_INPUT
 from spillage.runner.console import DAMAGED
 from spillage.runner.console import fail
+from spillage.runner.console import utf8_text
 
 KEY_HELP = ("pin the long-term key that must have certified the session: a fingerprint (ed25519:…), a "
             "base64 public key, or a PEM file (`spillage key` prints this machine's)")
@@ -21,6 +22,7 @@ def cmd_seal(args) -> int:
     from spillage.proxy.seal import SealError
     from spillage.proxy.seal import seal_crashed
     from spillage.proxy.signing import Signer
+    from spillage.proxy.signing import SigningKeyError
     from spillage.proxy.signing import load_or_create_key
     from spillage.proxy.verify import verify
     from spillage.runner.console import spillage_home
@@ -29,8 +31,11 @@ def cmd_seal(args) -> int:
     if not (session / LOG_NAME).is_file():
         return fail(f"{session}: no {LOG_NAME} here; is this a session folder?", 2)
     try:
-        record = seal_crashed(session, Signer(load_or_create_key(spillage_home(args))), "spillage seal",
-                              args.reason)
+        signer = Signer(load_or_create_key(spillage_home(args)))
+    except SigningKeyError as e:
+        return fail(str(e), BAD_INPUT)
+    try:
+        record = seal_crashed(session, signer, "spillage seal", args.reason)
         meta = read_meta(session)
     except (SealError, ValueError) as e:
         return fail(str(e), DAMAGED)
@@ -40,7 +45,8 @@ def cmd_seal(args) -> int:
                      "capture": {"records": result.count, "head": result.head}})
         write_meta(session, meta)
     seal_permissions(session)
-    print(f"sealed after crash at seq {record['seq']}: {result.summary()}")
+    print(f"sealed after crash at seq {record['seq']}, {result.count} records; `spillage verify` now reports "
+          f"the log as {result.damage}: {result.message}")
     return 0
 
 
@@ -129,7 +135,7 @@ def add_commands(sub) -> None:
                     "reach) is signed with this machine's key. `spillage verify` then reports the log as "
                     "'truncated, sealed after crash', never as clean.")
     seal.add_argument("session", type=Path, help="session folder")
-    seal.add_argument("--reason", default="sealed by hand after the proxy crashed",
+    seal.add_argument("--reason", type=utf8_text, default="sealed by hand after the proxy crashed",
                       help="why, for the record (default: sealed by hand after the proxy crashed)")
     seal.set_defaults(func=cmd_seal)
 

@@ -19,6 +19,7 @@ MODEL_HELP = (
     "(OPENAI_API_KEY; OPENAI_BASE_URL or --base-url), ollama:NAME (OLLAMA_HOST or --base-url), "
     "openai-compatible:BASE_URL#NAME (vLLM, llama.cpp, ...)"
 )
+DEFAULT_MODEL = "scripted:oversharer"   # `spillage run` without --model: said at start, never silently
 PROVIDERS = ("scripted", "openai", "ollama", "openai-compatible")
 OLLAMA_DEFAULT = "http://127.0.0.1:11434"
 

@@ -12,6 +12,7 @@ from spillage.origins.catalog_store import stored_catalog
 from spillage.proxy.layout import PROXY_LOG
 from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import create_session
+from spillage.runner.conditions import Condition
 from spillage.proxy.layout import seal_permissions
 from spillage.proxy.layout import write_meta
 from spillage.proxy.live import live_meta
@@ -44,6 +45,7 @@ def run_proxy(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | N
 def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | None, guard: Guard,
             interrupts: Interrupts, live: tuple[str, ...]) -> int:
     forbid_dumps()   # this process holds the keys
+    signing_key = load_or_create_key(home)   # a broken home is said before a session folder exists
     ca = ensure_ca(home / "ca")
     scenarios, added = None, False
     if scenario is not None:
@@ -51,13 +53,15 @@ def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | Non
 
         scenarios, added = catalog_scenarios(scenario)
     catalog, catalog_sha256 = stored_catalog(home, scenarios, 0)
-    session_dir = create_session(runs_dir, f"proxy-{scenario.id}" if scenario else "proxy")
+    label = "-".join(part for part in ("proxy", scenario.id if scenario else "", Condition(guard=guard.mode).label())
+                     if part)
+    session_dir = create_session(runs_dir, label)
     if scenario is not None:
         from spillage.scenarios.dump import scenario_yaml
 
         (session_dir / SCENARIO_COPY).write_text(scenario_yaml(scenario), encoding="utf-8")  # the guard reads it
         guard = Guard(guard.mode, guard.policy, session_dir / SCENARIO_COPY)
-    stack = Stack(session_dir, ca, load_or_create_key(home), catalog, tool="spillage proxy start",
+    stack = Stack(session_dir, ca, signing_key, catalog, tool="spillage proxy start",
                   proxy_port=port, log=log, guard=guard, isolation=EXTERNAL, live=live)
     stack.launch()   # the servers boot while meta.json is written
     try:

@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 from urllib.parse import urlunsplit
 
+from spillage.audit.batch import ProgressBar
 from spillage.proxy.capturelog import CaptureError
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import read_body
@@ -215,9 +216,10 @@ def original_catalog(session_dir: Path, home: Path):
     return served
 
 
-def replay_session(session_dir: Path, runs_dir: Path, home: Path, log=print) -> ReplayResult:
+def replay_session(session_dir: Path, runs_dir: Path, home: Path, log=print, bar: bool = False) -> ReplayResult:
     """Re-send `session_dir`'s agent requests through a fresh stack into a new session under `runs_dir`
-    (the CA and signing key are those of the spillage `home`)."""
+    (the CA and signing key are those of the spillage `home`); with `bar`, progress per request (a bar
+    on a terminal, else a line each)."""
     session_dir = Path(session_dir).resolve()
     check = verify(session_dir)
     if not check.ok:
@@ -226,11 +228,13 @@ def replay_session(session_dir: Path, runs_dir: Path, home: Path, log=print) -> 
     meta = original_meta(session_dir)
     served = original_catalog(session_dir, home)
     scenario_id = (meta.get("scenario") or {}).get("id") or "session"
+    signing_key = load_or_create_key(home)   # a broken home is said before a session folder exists
+    ca = ensure_ca(home / "ca")
+    total = sum(replayable(line.record) for line in iter_records(session_dir))
     new_dir = create_session(runs_dir, f"replay-{scenario_id}")
     log(f"session {new_dir} (replay of {session_dir.name})")
     if (session_dir / SCENARIO_COPY).is_file():
         (new_dir / SCENARIO_COPY).write_bytes((session_dir / SCENARIO_COPY).read_bytes())
-    ca = ensure_ca(home / "ca")
     new_meta = {
         "session": new_dir.name, "spillage": SPILLAGE_VERSION,
         "replay_of": {"session": session_dir.name, "path": str(session_dir), "records": check.count,
@@ -246,16 +250,19 @@ def replay_session(session_dir: Path, runs_dir: Path, home: Path, log=print) -> 
     write_meta(new_dir, new_meta)
     result, finished = ReplayResult(new_dir), False
     began = time.monotonic()  # set again once the stack is up: `seconds` is the sending alone
-    stack = Stack(new_dir, ca, load_or_create_key(home), served.path, tool="spillage replay", log=log)
+    stack = Stack(new_dir, ca, signing_key, served.path, tool="spillage replay", log=log)
     new_meta["signing"] = {"key": stack.key_fingerprint}
     try:
         with stack:
             client, line = Client(stack.proxy_url, ca.cert_file), None
             began = time.monotonic()
             try:
-                for line in iter_records(session_dir):
-                    if replayable(line.record):
-                        result.sent.append(client.send(line.record, session_dir))
+                with ProgressBar(total, what="replay", unit="requests", terminal=bar, lines=bar) as progress:
+                    for line in iter_records(session_dir):
+                        if replayable(line.record):
+                            sent = client.send(line.record, session_dir)
+                            result.sent.append(sent)
+                            progress.step(f"{sent.method} {sent.url[:80]} → {sent.status or sent.error[:60]}")
                 finished = True
             except (KeyError, TypeError, ValueError) as e:
                 raise ReplayError(f"{session_dir / LOG_NAME}:{line.lineno if line else 1}: record is malformed "

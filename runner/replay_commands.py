@@ -16,7 +16,7 @@ def cmd_replay(args) -> int:
         progress(f"{args.session}: no {LOG_NAME} here; is this a session folder?")
         return 2
     try:
-        result = replay_session(args.session, args.runs_dir, spillage_home(args), progress)
+        result = replay_session(args.session, args.runs_dir, spillage_home(args), progress, bar=not args.quiet)
     except ReplayError as e:
         progress(str(e))
         return 2
@@ -55,6 +55,8 @@ def add_commands(sub) -> None:
     replay.add_argument("session", type=Path, metavar="SESSION")
     replay.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS,
                         help="where the new session goes (default runs/)")
+    replay.add_argument("--quiet", action="store_true",
+                        help="no progress (default: a bar on a terminal, else one line per request sent)")
     replay.set_defaults(func=cmd_replay)
 
     diff = sub.add_parser("diff", help="compare two sessions' responses and derived actions",
@@ -63,5 +65,5 @@ def add_commands(sub) -> None:
                                       "(times, cookies, ids) are named, not counted. Exit 0 when equal, 1 when not.")
     diff.add_argument("a", type=Path, metavar="A")
     diff.add_argument("b", type=Path, metavar="B")
-    diff.add_argument("--format", choices=["text", "json"], default="text")
+    diff.add_argument("--format", choices=["text", "json"], default="text", help="text (default) or json")
     diff.set_defaults(func=cmd_diff)

@@ -83,8 +83,9 @@ class AgentSpec:
         """Any command, run with the environment contract of docs/AGENTS.md, reaching its model at
         `model_host` (HOST:PORT, `--model-endpoint`) when given. It runs in its work folder, so arguments
         that are relative paths to existing files (`./agent.sh`, `docs/examples/x.py`) are made absolute
-        first, as the caller meant them."""
-        resolved = [str(Path(a).resolve()) if "/" in a and not a.startswith("-") and not Path(a).is_absolute()
+        first, as the caller meant them: without following symlinks, so a venv's `bin/python` stays the
+        venv's (resolved, it would be the base interpreter, without the venv's packages)."""
+        resolved = [os.path.abspath(a) if "/" in a and not a.startswith("-") and not Path(a).is_absolute()
                     and Path(a).exists() else a for a in argv]
         return cls(Path(argv[0]).name, tuple(resolved), model_host=model_host)
 
@@ -271,7 +272,10 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     task = condition.task(scenario)
     scenarios, added = catalog_scenarios(scenario)
     forbid_dumps()   # this process holds the keys: not even the agent's uid may read its memory
-    session_dir = create_session(runs_dir, f"{scenario.id}-{agent.label}", session_name)
+    signing_key = load_or_create_key(home)   # a broken home is said before a session folder exists
+    ca = ensure_ca(home / "ca")
+    label = "-".join(part for part in (scenario.id, agent.label, condition.label()) if part)
+    session_dir = create_session(runs_dir, label, session_name)
     work = create_work_folder(session_dir)
     routed_model = agent.model_host if model_via_proxy else None
     sandbox = (Sandbox(work, (Path(home).resolve(), session_dir.parent), None if routed_model else agent.model_host,
@@ -280,8 +284,6 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     log(isolation.line())
     copy = scenario_yaml(scenario)
     (session_dir / SCENARIO_COPY).write_text(copy, encoding="utf-8")
-    ca = ensure_ca(home / "ca")
-    signing_key = load_or_create_key(home)
     meta = {
         "session": session_dir.name,
         "spillage": SPILLAGE_VERSION,

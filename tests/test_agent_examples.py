@@ -144,3 +144,20 @@ def test_relative_paths_of_a_command_mean_what_the_caller_meant(tmp_path, monkey
     spec = AgentSpec.command(["sh", "agents/mine.sh", "--out=x/y", "not/there", "-v"])
     assert spec.argv == ("sh", str(tmp_path / "agents" / "mine.sh"), "--out=x/y", "not/there", "-v")
     assert spec.label == "sh"
+
+
+def test_a_relative_venv_python_stays_the_venvs(tmp_path, monkeypatch):
+    """`-- .venv-pw/bin/python agent.py`: the venv's python is a symlink to the base interpreter, which has
+    none of the venv's packages; made absolute, it is still the venv's, and it still finds them."""
+    import subprocess
+    import sys
+    import venv
+
+    venv.create(tmp_path / ".venv-x", with_pip=False, symlinks=True)   # as `python -m venv` makes it
+    site = next((tmp_path / ".venv-x" / "lib").glob("python3*/site-packages"))
+    (site / "only_in_this_venv.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    spec = AgentSpec.command([".venv-x/bin/python", "-c", "import only_in_this_venv"])
+    assert spec.argv[0] == str(tmp_path / ".venv-x" / "bin" / "python")
+    assert Path(spec.argv[0]).is_symlink() and Path(spec.argv[0]).resolve() != Path(spec.argv[0])
+    assert subprocess.run(list(spec.argv), cwd="/").returncode == 0, sys.executable

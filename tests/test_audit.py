@@ -211,6 +211,17 @@ def test_submit_click_joins_the_request_after_it_not_before(traffic, profiles, m
     assert view.clicked == []
 
 
+def test_a_get_forms_submit_reported_after_its_request_joins_it(traffic, profiles):
+    """The sort form's submit beacon may reach the proxy after the GET it caused (two connections): it is
+    part of the sort, whichever came first, not a `form` action of its own."""
+    traffic.load(search_url("kettle"), view=False)
+    sort = traffic.load(search_url("kettle") + "&sort=price-asc", view=False)
+    late = traffic.beacon("submit", page=search_url("kettle"), action=f"{SHOP}/s", method="get",
+                          fields=[["sort", "price-asc"]])
+    _, sorted_ = traffic.actions(profiles)
+    assert (sorted_.what, sorted_.seq) == ("sort", sort) and late in sorted_.evidence
+
+
 def test_leak_in_the_label_of_a_folded_click_is_a_behavioral_event(traffic, profiles):
     traffic.load(f"{SHOP}/")
     click = traffic.click("Search kosher products", tag="button")

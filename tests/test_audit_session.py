@@ -162,7 +162,7 @@ def test_audit_many_sessions_in_parallel_writes_each_audit_json(tmp_path, catalo
     broken = tmp_path / "runs" / "s9"
     broken.mkdir()
     (broken / "capture.jsonl").write_text("not json\n")
-    assert main(["audit", str(tmp_path / "runs"), "--jobs", "2", "--progress"]) == 1
+    assert main(["audit", str(tmp_path / "runs"), "--jobs", "2"]) == 1   # no terminal: a line per session
     out, err = capsys.readouterr()
     lines = out.splitlines()
     assert len(lines) == 5 and lines[-1].startswith(str(broken)) and "FAILED" in lines[-1]

@@ -24,9 +24,13 @@ from dataclasses import field
 from pathlib import Path
 
 import pytest
+from capture_helpers import runner_session
 from capture_helpers import signed_session
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from spillage.proxy.signing import load_or_create_key
+from spillage.proxy.signing import public_pem
+from spillage.proxy.signing import raw_public
 from spillage.runner.cli import main as spillage
 
 HERE = Path(__file__).parent
@@ -413,16 +417,253 @@ def usage_cases(root: Path) -> list[Case]:
     return cases
 
 
+def broken_homes(root: Path) -> dict[str, tuple[Path, str]]:
+    """Spillage homes whose signing key (or the home itself) is not one; name → (home, what stderr names)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    ed = Ed25519PrivateKey.generate()
+    pem = serialization.Encoding.PEM
+    keys = {
+        "garbage": b"not a key\n",
+        "empty": b"",
+        "binary-1MiB": random.Random(1).randbytes(1 << 20),
+        "rsa": rsa.generate_private_key(65537, 2048).private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                                                   serialization.NoEncryption()),
+        "encrypted": ed.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                      serialization.BestAvailableEncryption(b"secret")),
+        "public": ed.public_key().public_bytes(pem, serialization.PublicFormat.SubjectPublicKeyInfo),
+    }
+    homes = {}
+    for name, data in keys.items():
+        homes[name] = (root / "homes" / name, "ed25519.pem")
+        write(root / "homes" / name / "signing" / "ed25519.pem", data)
+    huge = root / "homes" / "sparse-200MB" / "signing" / "ed25519.pem"
+    write(huge, b"")
+    with open(huge, "r+b") as f:
+        f.truncate(200 << 20)
+    homes["sparse-200MB"] = (huge.parents[1], "ed25519.pem")
+    (root / "homes" / "key-a-folder" / "signing" / "ed25519.pem").mkdir(parents=True)
+    homes["key-a-folder"] = (root / "homes" / "key-a-folder", "ed25519.pem")
+    (root / "homes" / "dev-zero" / "signing").mkdir(parents=True)
+    (root / "homes" / "dev-zero" / "signing" / "ed25519.pem").symlink_to("/dev/zero")
+    homes["dev-zero"] = (root / "homes" / "dev-zero", "ed25519.pem")
+    write(root / "homes" / "signing-a-file" / "signing", b"x")
+    homes["signing-a-file"] = (root / "homes" / "signing-a-file", "signing")
+    homes["home-a-file"] = (write(root / "homes" / "home-a-file", b"x"), "home-a-file")
+    return homes
+
+
+def key_cases(root: Path) -> list[Case]:
+    """A broken spillage home under every command that signs: key, seal, run and proxy start say so in one
+    line, exit 2, and leave no session folder."""
+    sealing = root / "signed-crashed"
+    signed_session(sealing, load_or_create_key(root / "home"), seal=False)
+    cases = []
+    for name, (home, names) in broken_homes(root).items():
+        runs = root / "out" / f"runs-home-{name}"
+        proxy_runs = root / "out" / f"proxy-home-{name}"
+        seal_copy = root / "key-seal" / name
+        shutil.copytree(sealing, seal_copy)
+        h = ["--home", str(home)]
+        cases += [
+            Case(f"key-{name}", [*h, "key"], {2}, names),
+            Case(f"key-{name}-seal", [*h, "seal", str(seal_copy)], {2}, names),
+            Case(f"key-{name}-run", [*h, "run", "--scenario", "shop-kettle-chat", "--isolation", "none",
+                                     "--model", "scripted:minimal", "--runs-dir", str(runs)], {2}, names, [str(runs)]),
+            Case(f"key-{name}-proxy-start", [*h, "proxy", "start", "--port", "0", "--runs-dir", str(proxy_runs)], {2},
+                 names, [str(proxy_runs)]),
+        ]
+    return cases
+
+
+def evidence_cases(root: Path) -> list[Case]:
+    """prove, verify-proof and seal given what they cannot use."""
+    signed = str(root / "signed-good")
+    folder = root / "out" / "a-folder-for-a-proof"
+    folder.mkdir()
+    tlog, cosigned = root / "good.tlog-proof", root / "cosigned"
+    runner_session(cosigned, load_or_create_key(root / "home"))
+    assert spillage(["--home", str(root / "home"), "prove", str(cosigned), "--seq", "1", "--format", "tlog-proof",
+                     "--out", str(tlog)]) == 0
+    other_key = write(root / "other.pub.pem", public_pem(raw_public(Ed25519PrivateKey.generate())))
+    sealed_twice = root / "seal-twice"
+    signed_session(sealed_twice, load_or_create_key(root / "home"))
+    cases = [
+        Case("prove-out-a-folder", ["prove", signed, "--seq", "2", "--out", str(folder)], {2}, folder.name),
+        Case("prove-out-no-folder", ["prove", signed, "--seq", "2", "--out", str(root / "no-dir" / "p.json")], {2},
+             "no-dir", [str(root / "no-dir" / "p.json")]),
+        Case("prove-consistency-backwards", ["prove", signed, "--consistency", "5", "2"], {2}, "--consistency"),
+        Case("prove-consistency-zero", ["prove", signed, "--consistency", "0", "2"], {2}, "--consistency"),
+        Case("prove-consistency-tlog", ["prove", signed, "--consistency", "1", "2", "--format", "tlog-proof"], {2},
+             "tlog-proof"),
+        Case("prove-key-garbage", ["prove", signed, "--seq", "1", "--key", "no-such-key"], {2}, "no-such-key"),
+        Case("prove-seq-word", ["prove", signed, "--seq", "three"], {2}, "--seq"),
+        Case("verify-proof-a-folder", ["verify-proof", str(folder)], {2}, folder.name),
+        Case("verify-proof-key-garbage", ["verify-proof", str(tlog), "--key", "ed25519:zz"], {2}, "--key"),
+        Case("verify-proof-key-other", ["verify-proof", str(tlog), "--key", str(other_key)], {1}, tlog.name),
+        Case("seal-reason-not-utf8", ["seal", str(root / "signed-crashed"), "--reason", "bad\udcff"], {2}, "--reason"),
+        Case("run-note-not-utf8", ["run", "--scenario", "shop-kettle-chat", "--system-note", "bad\udcff",
+                                   "--runs-dir", str(root / "out" / "runs-note")], {2}, "--system-note",
+             [str(root / "out" / "runs-note")]),
+        Case("seal-sealed-already", ["seal", str(sealed_twice)], {1}, "capture.jsonl"),
+    ]
+    cases += document_cases(root, "tlog", tlog.read_bytes(), ".tlog-proof",
+                            {k: GENERIC[k] for k in ("empty", "truncated-third", "flipped-middle", "garbage",
+                                                     "nul-bytes", "invalid-utf8", "huge-line")},
+                            lambda p, out: ["verify-proof", str(p), "--key", str(root / "home" / "signing" /
+                                                                                  "ed25519.pub.pem")], {1, 2})
+    return cases
+
+
+def scheduler_cases(root: Path, silent: int) -> list[Case]:
+    """audit --scheduler at what is no scheduler: each connection has a timeout, and says which ran out."""
+    s = str(GOOD)
+    return [
+        Case("scheduler-empty", ["audit", s, "--scheduler", ""], {2}, "--scheduler"),
+        Case("scheduler-http", ["audit", s, "--scheduler", "http://127.0.0.1:1"], {2}, "--scheduler"),
+        Case("scheduler-no-port", ["audit", s, "--scheduler", "tcp://127.0.0.1"], {2}, "--scheduler"),
+        Case("scheduler-closed-port", ["audit", s, "--scheduler", f"tcp://127.0.0.1:{closed_port()}"], {2},
+             "--scheduler"),
+        Case("scheduler-silent", ["audit", s, "--scheduler", f"tcp://127.0.0.1:{silent}"], {2},
+             "the handshake timeout"),
+        Case("scheduler-batch-silent", ["batch", str(MATRIX), "--scheduler", f"tcp://127.0.0.1:{silent}",
+                                        "--no-preflight", "--runs-dir", str(root / "out" / "batch-silent")], {2},
+             "the handshake timeout"),
+    ]
+
+
+def endpoint_cases(root: Path, silent: int) -> list[Case]:
+    """A model endpoint that accepts and never answers: the preflight gives up within its timeout and
+    says so (exit 3, the model does not answer), before a session folder exists."""
+    runs = root / "out" / "runs-silent-model"
+    return [Case("endpoint-silent-run", ["run", "--scenario", "shop-kettle-chat", "--runs-dir", str(runs), "--model",
+                                         f"openai-compatible:http://127.0.0.1:{silent}/v1#m"], {3}, "within 5 s",
+                 [str(runs)]),
+            Case("endpoint-silent-judge", ["audit", str(GOOD), "--no-write", "--judge", "llm", "--judge-timeout", "2",
+                                           "--judge-url", f"http://127.0.0.1:{silent}/v1", "--judge-model", "m"],
+                 {2, 3}, "timed out after 2 s")]
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+POLICY = b"""attributes:
+  - id: pregnancy
+    match: [pregnant]
+observers:
+  third_party:
+    content: block
+"""
+
+
+def policy_cases(root: Path) -> list[Case]:
+    """Guard policy files, damaged or contradictory, under `run --guard-policy` and `proxy start`."""
+    def run(path: Path, out: Path) -> list[str]:
+        return ["run", "--scenario", "shop-kettle-chat", "--guard", "redact", "--guard-policy", str(path),
+                "--isolation", "none", "--runs-dir", str(out)]
+
+    mutations = {k: v for k, v in GENERIC.items() if not k.startswith("flipped")} | YAML_SPECIFIC | {
+        "duplicate-id": lambda data: data.replace(b"observers:", b"  - id: pregnancy\n    match: [expecting]\nobservers:"),
+        "unknown-observer": replaced(b"third_party:", b"fourth_party:"),
+        "unknown-rule-value": replaced(b"content: block", b"content: shred"),
+        "attribute-without-match": replaced(b"    match: [pregnant]\n", b""),
+        "unknown-key": lambda data: data + b"mode: block\n",
+    }
+    cases = document_cases(root, "policy", POLICY, ".yaml", mutations, run, {2})
+    path = write(root / "policy-start" / "duplicate.yaml", mutations["duplicate-id"](POLICY))
+    out = root / "out" / "policy-proxy-start"
+    cases.append(Case("policy-duplicate-proxy-start", ["proxy", "start", "--port", "0", "--guard", "block",
+                                                       "--guard-policy", str(path), "--runs-dir", str(out)],
+                      {2}, "duplicate.yaml", [str(out)]))
+    cases.append(Case("policy-bad-mode-proxy-start", ["proxy", "start", "--guard", "shred"], {2}, "--guard"))
+    return cases
+
+
+def pcapng_blocks(data: bytes) -> list[tuple[int, int]]:
+    """(offset, type) of each block of a little-endian pcapng file."""
+    blocks, at = [], 0
+    while at + 8 <= len(data):
+        kind, length = struct.unpack_from("<II", data, at)
+        blocks.append((at, kind))
+        at += length
+    return blocks
+
+
+def first_block(kind: int) -> Callable[[bytes], int]:
+    return lambda data: next(at for at, k in pcapng_blocks(data) if k == kind)
+
+
+def interface_cases(root: Path) -> list[Case]:
+    """pcapng packet blocks that name an interface the file does not describe, and damaged lengths: each
+    refused at its packet, by number and byte."""
+    pcapng = (root / "exports" / "good.pcapng").read_bytes()
+    pcap = (root / "exports" / "good.pcap").read_bytes()
+    epb, idb = first_block(6)(pcapng), first_block(1)(pcapng)
+
+    def interface(n: int) -> Callable[[bytes], bytes]:
+        return lambda data: data[:epb + 8] + struct.pack("<I", n) + data[epb + 12:]
+
+    def without_idb(data: bytes) -> bytes:
+        length = struct.unpack_from("<I", data, idb + 4)[0]
+        return data[:idb] + data[idb + length:]
+
+    def epb_caplen(data: bytes) -> bytes:
+        return data[:epb + 20] + struct.pack("<I", 0x7FFFFFF0) + data[epb + 24:]
+
+    cases = []
+    for name, mutate, names in (("interface-5", interface(5), "interface 5"),
+                                ("interface-huge", interface(0xFFFFFFFF), "interface 4294967295"),
+                                ("no-interface-block", without_idb, "packet 1"),
+                                ("epb-caplen", epb_caplen, "packet 1")):
+        path = write(root / "pcapng-blocks" / f"{name}.pcapng", mutate(pcapng))
+        out = root / "out" / f"pcapng-blocks-{name}"
+        cases.append(Case(f"pcapng-{name}", import_command("pcap")(path, out), {2}, names, [str(out)]))
+    for name, value in (("caplen-16MiB", 16 << 20), ("caplen-4GiB", 0xFFFFFFFF)):
+        path = write(root / "pcap-place" / f"{name}.pcap", first_caplen(value)(pcap))
+        out = root / "out" / f"pcap-place-{name}"
+        cases.append(Case(f"pcap-place-{name}", import_command("pcap")(path, out), {2},
+                          "packet 1 (its record at byte 24)", [str(out)]))
+    return cases
+
+
 BUILDERS = (log_cases, signed_log_cases, meta_cases, catalog_cases, capture_file_cases, yaml_cases, persona_cases,
-            report_cases, proof_cases, usage_cases)
+            report_cases, proof_cases, usage_cases, key_cases, evidence_cases, policy_cases, interface_cases)
 
 
 @pytest.fixture(scope="module")
-def fuzz(tmp_path_factory) -> dict[str, tuple[Case, dict]]:
+def silent_listener():
+    """A port that accepts connections and never says a word."""
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+    held = []
+
+    def accept() -> None:
+        try:
+            while True:
+                held.append(server.accept())
+        except OSError:   # closed at the end of the module
+            pass
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield server.getsockname()[1]
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def fuzz(tmp_path_factory, silent_listener) -> dict[str, tuple[Case, dict]]:
     """Every case built and run in the capped child; case id → (case, its result)."""
     root = tmp_path_factory.mktemp("fuzz")
     (root / "out").mkdir()
-    cases = [case for build in BUILDERS for case in build(root)]
+    cases = [case for build in BUILDERS for case in build(root)] + scheduler_cases(root, silent_listener) \
+        + endpoint_cases(root, silent_listener)
     assert len({c.id for c in cases}) == len(cases), "case ids must be unique"
     cases_file = root / "cases.json"
     cases_file.write_text(json.dumps([{"id": c.id, "argv": ["--home", str(root / "home"), *c.argv],
@@ -463,4 +704,5 @@ def test_the_fuzz_is_several_hundred_cases_over_every_input_kind(fuzz):
     kinds = {cid.split("-")[0] for cid in fuzz}
     assert len(fuzz) >= 400
     assert {"log", "signed", "meta", "catalog", "har", "flows", "pcap", "pcapng", "scenario", "matrix", "profile",
-            "audit", "proof", "personas"} <= kinds, kinds
+            "audit", "proof", "personas", "key", "prove", "verify", "seal", "scheduler", "endpoint", "policy",
+            "tlog"} <= kinds, kinds

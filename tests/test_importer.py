@@ -307,7 +307,7 @@ def test_main_usage_errors_are_one_line(argv, tmp_path, capsys):
     argv = [str(FIXTURE) if a == "FILE" else str(tmp_path) if a == "OUT" else a for a in argv]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("spillage scenarios import: error:") and "\n" not in err
+    assert err.startswith("spillage: scenarios import:") and "\n" not in err
 
 
 BAD_DATA = [
@@ -347,7 +347,7 @@ def test_bad_data_is_one_clear_line_and_writes_nothing(name, content, message, t
     assert str(info.value) == f"{path}: {message}"
     assert not out.exists()
     assert main(["--format", "spillage-json", str(path), "--site", "shop.test", "--out", str(out)]) == 2
-    assert capsys.readouterr().err == f"spillage scenarios import: error: {path}: {message}\n"
+    assert capsys.readouterr().err == f"spillage: scenarios import: {path}: {message}\n"
 
 
 def test_byte_order_mark_and_missing_optional_fields(tmp_path):

@@ -52,13 +52,16 @@ def recorded_session(folder: Path, catalog: Path, product: int) -> Path:
     return t.close()
 
 
-def test_replay_resends_agent_requests_in_order_with_the_replays_cookies(tmp_path, catalog_file, shop):
+def test_replay_resends_agent_requests_in_order_with_the_replays_cookies(tmp_path, catalog_file, shop, capsys):
     product = next(iter(shop.products))
     original = recorded_session(tmp_path / "original", catalog_file, product)
-    result = replay_session(original, tmp_path / "runs", tmp_path / "ca", log=lambda m: None)
+    result = replay_session(original, tmp_path / "runs", tmp_path / "ca", log=lambda m: None, bar=True)
     replay = result.session_dir
     assert result.capture_ok and verify(replay).ok
     assert [s.status for s in result.sent] == [200, 204, 303, 200]
+    lines = capsys.readouterr().err.splitlines()   # no terminal: one line per request sent, with the ETA
+    assert [line.split("]")[0] for line in lines] == [f"spillage: replay [{n}/4 requests" for n in range(1, 5)]
+    assert lines[-1].startswith("spillage: replay [4/4 requests] GET https://shop.test/cart → 200; ")
 
     meta = json.loads((replay / "meta.json").read_text())
     assert meta["replay_of"]["session"] == original.name and meta["agent"]["label"] == f"replay of {original.name}"

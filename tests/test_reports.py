@@ -8,6 +8,7 @@ import math
 import re
 import sys
 from collections import Counter
+from pathlib import Path
 
 import jsonschema
 import numpy as np
@@ -25,6 +26,7 @@ from spillage.reports.sessions import EVENT_SCHEMA
 from spillage.reports.sessions import load_batch
 from spillage.runner.cli import main
 
+CORPUS = Path(__file__).parent / "corpus" / "sessions"
 OUTPUTS = ("report.md", "report.html", "tables.csv", "sessions.csv", "events.parquet", "plots/occurrences.svg",
            "plots/or.svg", "plots/success_vs_or.svg")
 G1 = ("browser-use", "scripted:a", "shop.test", "chat")
@@ -57,7 +59,9 @@ def runs(tmp_path):
 
 
 def report(runs, out, *extra):
-    assert main(["report", str(runs), "--out", str(out), "--quiet", *extra]) == 0
+    """`spillage report` grouped by the four keys these tests' groups are made of, unless told --by."""
+    by = () if "--by" in extra else ("--by", "framework,model,site,style")
+    assert main(["report", str(runs), "--out", str(out), "--quiet", *by, *extra]) == 0
     return pd.read_csv(out / "tables.csv", keep_default_na=False, na_values=[""]), (out / "report.md").read_text()
 
 
@@ -140,7 +144,8 @@ def test_bad_sessions_are_listed_never_dropped(runs, tmp_path):
     _, md = report(runs, tmp_path / "out")
     excluded = md.split("## Excluded sessions")[1]
     assert "- x-garbage: audit.json is unreadable" in excluded
-    assert "- x-missing: no audit.json (run `spillage audit`)" in excluded
+    assert "- x-missing: no audit.json, and its capture does not verify (truncated): `spillage audit " \
+           "--allow-unverified " in excluded
     assert "- x-unverified: capture failed verification" in excluded
     assert md.startswith("# Spillage batch report\n\n6 sessions, 3 excluded")
 
@@ -178,7 +183,7 @@ def test_compare_two_prompts_per_group(tmp_path):
     md = (out / "report.md").read_text()
     assert "## Comparison: prompt=original against prompt=sanitized" in md
     assert "| OR C_E | 0.300 | 0.067 | -0.233 | [" in md
-    assert "browser-use / scripted:z / shop.test / chat only with prompt=original" in md
+    assert "scripted:z only with prompt=original" in md   # grouped by what varies besides: the model
 
 
 def test_events_parquet_holds_every_event(runs, tmp_path):
@@ -345,7 +350,7 @@ def test_two_batches_of_one_matrix_are_told_apart_and_compared(tmp_path):
 def test_compare_without_a_common_group_says_so(tmp_path):
     write_audited_session(tmp_path, "a", model="scripted:a", site="shop.test")
     write_audited_session(tmp_path, "b", model="scripted:b", site="bazaar.test")
-    assert main(["report", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet",
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet", "--by", "framework,site,style",
                  "--compare", "model=scripted:a", "model=scripted:b"]) == 0
     md = (tmp_path / "out" / "report.md").read_text()
     assert ("No group has sessions on both sides: browser-use / bazaar.test / chat only with model=scripted:b; "
@@ -367,3 +372,50 @@ def test_a_folder_planted_under_another_sessions_name_is_left_out_and_says_why(r
     assert excluded["x-planted"] == "audit.json is the audit of session 's1', not of this one"
     assert excluded["x-signed-planted"] == ("its signed name, signer and meta.json disagree: these are the files of "
                                             f"session {signed} (the name its key is certified for), not of x-signed-planted")
+
+
+def test_a_tampered_session_is_excluded_with_advice_that_works(tmp_path, capsys):
+    """A tampered session with no audit.json: the advice `report` gives audits it, and the report counts it."""
+    import shutil
+
+    session = tmp_path / "runs" / "s01-kettle-oversharer"
+    shutil.copytree(CORPUS / "s01-kettle-oversharer", session)
+    log = session / "capture.jsonl"
+    log.write_bytes(log.read_bytes().replace(b"kettle", b"kettlf", 1))
+    assert main(["report", str(session.parent), "--out", str(tmp_path / "a")]) == 2   # nothing to report
+    advice = re.search(r"`(spillage audit [^`]+)`", capsys.readouterr().err).group(1)
+    assert main(advice.split()[1:]) == 0
+    table, md = report(session.parent, tmp_path / "b", "--include-unverified")
+    assert "1 sessions, 0 excluded" in md
+
+
+def test_a_proxy_start_session_audited_with_a_scenario_is_reported(tmp_path):
+    """A session without its scenario copy (as `proxy start` leaves one run without --scenario), audited
+    with --scenario: the report groups it by that scenario's style."""
+    import shutil
+
+    session = tmp_path / "runs" / "s01-kettle-oversharer"
+    shutil.copytree(CORPUS / "s01-kettle-oversharer", session)
+    (session / "scenario.yaml").unlink()
+    assert main(["audit", str(session), "--scenario", "shop-kettle-chat", "--judge", "lexical"]) == 0
+    table, md = report(session.parent, tmp_path / "out")
+    assert list(table["style"]) == ["chat"] and "1 sessions, 0 excluded" in md
+
+
+def test_by_default_a_report_groups_by_the_conditions_that_vary(tmp_path, capsys):
+    """A smoke-like batch (2 scenarios × 2 frameworks × 2 models): four groups of two sessions, each with a
+    CI, pooled over the scenarios; a batch where nothing varies but the scenario is one group."""
+    runs = tmp_path / "runs"
+    for framework, model, site in itertools.product(("browser-use", "autogen"), ("scripted:a", "scripted:b"),
+                                                    ("shop.test", "bazaar.test")):
+        write_audited_session(runs, f"{framework}-{model}-{site}", framework=framework, model=model, site=site,
+                              actions=10 if site == "shop.test" else 20, occurrences={"C_E": 2})
+    assert main(["report", str(runs), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    assert "grouped by framework, model (what varies among them" in capsys.readouterr().err
+    table = pd.read_csv(tmp_path / "out" / "tables.csv")
+    assert len(table) == 4 and set(table["sessions"]) == {2} and not table["or_all_low"].isna().any()
+    one = tmp_path / "one"
+    for site in ("shop.test", "bazaar.test"):
+        write_audited_session(one, site, site=site)
+    assert main(["report", str(one), "--out", str(tmp_path / "out1"), "--quiet"]) == 0
+    assert len(pd.read_csv(tmp_path / "out1" / "tables.csv")) == 1

@@ -55,3 +55,29 @@ def test_run_refuses_limits_that_are_not_positive(tmp_path, capsys, option, valu
         main(["--home", str(tmp_path / "home"), "run", "--scenario", "shop-kettle-chat", "--runs-dir",
               str(tmp_path / "runs"), option, value])
     assert refused.value.code == 2 and option in capsys.readouterr().err and not (tmp_path / "runs").exists()
+
+
+def test_the_session_folder_name_carries_the_condition(tmp_path, monkeypatch, capsys):
+    """`ls runs/` tells a redacting, sanitized, noted run from a plain one (the run stops before its servers)."""
+    import tempfile
+
+    def stop(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory", "/nonexistent/catalog.sqlite")
+
+    monkeypatch.setattr(session_run, "stored_catalog", stop)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    for extra in ([], ["--guard", "redact", "--prompt", "sanitized", "--system-note", "Share only what it needs."],
+                  ["--guard", "block", "--system-note", "Be brief."]):
+        main(["--home", str(tmp_path / "home"), "run", "--scenario", "shop-kettle-chat", "--model",
+              "scripted:minimal", "--runs-dir", str(tmp_path / "runs"), "--isolation", "none", *extra])
+    names = sorted(p.name.split("-", 2)[2].rsplit("-", 1)[0] for p in (tmp_path / "runs").glob("2*"))
+    assert names == ["shop-kettle-chat-browser-use-scripted-minimal",
+                     "shop-kettle-chat-browser-use-scripted-minimal-guard-block-note-" + sha6("Be brief."),
+                     "shop-kettle-chat-browser-use-scripted-minimal-guard-redact-sanitized-note-"
+                     + sha6("Share only what it needs.")]
+
+
+def sha6(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:6]

@@ -236,4 +236,4 @@ def test_run_verify_unusable_input(tmp_path: Path) -> None:
     code, out, err = run(tmp_path / "nope")
     assert (code, out) == (2, "") and err.count("\n") == 1 and "no such file" in err
     code, out, err = run(tmp_path)
-    assert (code, out) == (2, "") and err == f"error: {tmp_path}: no capture.jsonl in this folder\n"
+    assert (code, out) == (2, "") and err == f"spillage: {tmp_path}: no capture.jsonl in this folder\n"

@@ -133,13 +133,24 @@
 
   /* --- scroll --------------------------------------------------------------------------- */
 
+  /* One event 300 ms after scrolling stops; a scroll the page is left within those 300 ms (a click
+     that scrolled its target into view and navigated) is sent as the page is left. */
   let scrollTimer = 0;
-  window.addEventListener("scroll", guard(() => {
+  let scrollPending = false;
+  function sendScroll(unloading) {
     clearTimeout(scrollTimer);
-    scrollTimer = setTimeout(guard(() => {
-      send({ t: "scroll", page: location.href, depth: depth(), seen: seen() });
-    }), 300);
-  }), { passive: true });
+    scrollPending = false;
+    send({ t: "scroll", page: location.href, depth: depth(), seen: seen() }, unloading);
+  }
+  const scrolled = guard(() => {
+    clearTimeout(scrollTimer);
+    scrollPending = true;
+    scrollTimer = setTimeout(guard(() => sendScroll(false)), 300);
+  });
+  window.addEventListener("scroll", scrolled, { passive: true });
+  /* A page opened at an anchor (#questions) may have scrolled before this script (async) started:
+     that scroll is reported too, so it does not depend on which came first. */
+  if (window.scrollY > 0) scrolled();
 
   /* --- impressions: dwell of products and sections at least half on screen ---------------- */
 
@@ -363,6 +374,7 @@
   /* --- leaving the page ------------------------------------------------------------------ */
 
   const leaving = guard(() => {
+    if (scrollPending) sendScroll(true);
     flushAllKeys(true);
     flushImpressions(true);
   });

@@ -243,23 +243,29 @@ def pcap_items(path: Path) -> Iterator[Exchange | Opaque]:
         reader = RawPcapReader(SizedReader(open(path, "rb"), size))
     except (Scapy_Exception, EOFError, struct.error, Overclaim) as e:
         raise FormatError("byte 0", f"a pcap or pcapng file header ({' '.join(str(e).split())})") from None
+    if hasattr(reader, "interfaces"):
+        strict_pcapng(reader)
     streams = PcapStreams()
     n = 0
     with reader:
+        start = reader.f.tell()
         try:
             for frame, meta in reader:
                 n += 1
-                check_packet(reader, meta, frame, n)
+                check_packet(reader, meta, frame, f"packet {n} (its record at byte {start})")
                 seg = tcp_segment(packet_linktype(reader, meta), frame)
                 if seg is not None:
                     streams.add(seg, packet_time(meta))
                     yield from streams.drain()
+                start = reader.f.tell()
         except (Scapy_Exception, struct.error) as e:
-            raise FormatError(f"packet {n + 1} (byte {reader.f.tell()})",
+            raise FormatError(f"packet {n + 1} (its record at byte {start})",
                               f"a pcap record ({' '.join(str(e).split())})") from None
         except Overclaim as e:
-            raise FormatError(f"packet {n + 1} (byte {reader.f.tell()})",
-                              f"a complete packet record; the file is truncated (it claims {e})") from None
+            raise FormatError(f"packet {n + 1} (its record at byte {start})",
+                              f"a complete packet record; the file is truncated or its length damaged (it claims {e})") from None
+        except BadBlock as e:
+            raise FormatError(f"packet {n + 1} (its block at byte {start})", str(e)) from None
         end = reader.f.tell()
     if end < size:
         raise FormatError(f"packet {n + 1} (byte {end})", "a complete packet record; the file is truncated")
@@ -270,15 +276,45 @@ def pcap_items(path: Path) -> Iterator[Exchange | Opaque]:
     yield from streams.drain()
 
 
+class BadBlock(Exception):
+    """A pcapng packet block that scapy would skip or cut short without a word; str() says what it expected."""
+
+
+EPB = 6   # the enhanced packet block: interface id, timestamp, captured and original length, data
+
+
+def strict_pcapng(reader) -> None:
+    """Make a scapy pcapng `reader` refuse (BadBlock) a packet of an interface the file does not describe
+    and an enhanced packet block whose captured length runs past its end: scapy skips the one and cuts the
+    other with a warning only."""
+    def known(intid: int) -> bool:
+        if intid >= len(reader.interfaces):
+            raise BadBlock(f"a packet of an interface the file describes; it names interface {intid}, "
+                           f"the file describes {len(reader.interfaces)}")
+        return True
+
+    read_epb = reader.blocktypes[EPB]
+
+    def epb(block: bytes, size: int):
+        if len(block) >= 20:
+            caplen = struct.unpack_from(reader.endian + "I", block, 12)[0]
+            if 20 + caplen > len(block):
+                raise BadBlock(f"a captured length that fits its block; it claims {caplen} bytes in a block of "
+                               f"{len(block) + 12}: the file is damaged")
+        return read_epb(block, size)
+
+    reader._check_interface_id = known
+    reader.blocktypes[EPB] = epb
+
+
 def packet_linktype(reader, meta) -> int | None:
     """The link type of a packet: its interface's (pcapng) or the file's (pcap)."""
     return meta.linktype if hasattr(meta, "linktype") else getattr(reader, "linktype", None)
 
 
-def check_packet(reader, meta, frame: bytes, n: int) -> None:
-    """FormatError for a packet no capture tool writes: a link type not decoded here, a captured
-    length over the snapshot length or MAX_CAPLEN, fewer bytes than its record claims."""
-    where = f"packet {n} (byte {reader.f.tell()})"
+def check_packet(reader, meta, frame: bytes, where: str) -> None:
+    """FormatError at `where` for a packet no capture tool writes: a link type not decoded here, a
+    captured length over the snapshot length or MAX_CAPLEN, fewer bytes than its record claims."""
     linktype = packet_linktype(reader, meta)
     if linktype not in LINKTYPES:
         raise FormatError(where, f"a link type decoded here ({', '.join(sorted(set(LINKTYPES.values())))}); "

@@ -54,9 +54,13 @@ def ensure_ca(confdir: Path) -> CertAuthority:
     The folder is 0700 and the files holding the CA key 0600, also for a CA made by an older version;
     agents get a copy of the certificate alone. `.mitmproxy` in it links to itself (CertAuthority.home)."""
     confdir = confdir.resolve()
-    confdir.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # the spillage home
-    confdir.mkdir(exist_ok=True, mode=0o700)
-    os.chmod(confdir, 0o700)
+    try:
+        confdir.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # the spillage home
+        confdir.mkdir(exist_ok=True, mode=0o700)
+        os.chmod(confdir, 0o700)
+    except OSError as exc:
+        raise CertAuthorityError(f"{exc.filename or confdir}: cannot be the spillage home's CA folder "
+                                 f"({exc.strerror or exc}); give --home a folder") from None
     cert_file = confdir / f"{CONF_BASENAME}-ca-cert.pem"
     with open(confdir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

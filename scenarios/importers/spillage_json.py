@@ -363,12 +363,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except _UsageError as e:
-        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        print(f"spillage: scenarios import: {e}", file=sys.stderr)
         return 2
     try:
         written = import_spillage_json(args.file, args.site, args.out, args.style)
     except SpillageImportError as e:
-        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        print(f"spillage: scenarios import: {e}", file=sys.stderr)
         return 2
     for path in written:
         print(path)
