@@ -331,6 +331,10 @@ class Cluster:
         """The session folders a worker's cells have begun (meta.json written), in its home's staging."""
         return sorted(self.home(name).glob("cells/*/sessions/*/meta.json"))
 
+    def cells_capturing(self, name: str) -> list[Path]:
+        """The capture logs a worker's cells have begun writing, in its home's staging."""
+        return [p for p in sorted(self.home(name).glob("cells/*/sessions/*/capture.jsonl")) if p.stat().st_size]
+
 
 @pytest.fixture
 def cluster(tmp_path):
@@ -423,9 +427,9 @@ def test_ctrl_c_on_the_client_stops_the_clusters_cells_seals_them_and_exits_130(
     client = subprocess.Popen(batch_command(tmp_path, "out", "--scheduler", cluster.address),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
-    while not (cluster.cells_begun("w1") and cluster.cells_begun("w2")):
-        assert client.poll() is None, client.communicate()
-        assert time.monotonic() < deadline, "the workers began no cells in 300 s"
+    while not (cluster.cells_capturing("w1") and cluster.cells_capturing("w2")):   # not just begun: on a
+        assert client.poll() is None, client.communicate()               # loaded machine a proxy takes seconds
+        assert time.monotonic() < deadline, "the workers began no captures in 300 s"
         time.sleep(0.2)
     time.sleep(3)  # their agents are at work
     client.send_signal(signal.SIGINT)
