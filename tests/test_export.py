@@ -190,8 +190,12 @@ def events(session: Path) -> list[tuple]:
 
 
 def wire_view(rows: list[tuple]) -> list[tuple]:
-    """A pcap carries HTTP/1.1: an HTTP/2 request (refused ones too) gains a Host header from its authority."""
-    return [(*r[:3], [h for h in r[3] if h[0] != "Host"], r[4]) if r[0] in ("request", "egress_blocked") else r
+    """A pcap carries HTTP/1.1: an HTTP/2 request (refused ones too) gains a Host header from its authority,
+    and the bytes a refused tunnel carried (a browser's TLS hello to a host it may not reach) a Content-Length."""
+    def artefact(row: tuple, name: str) -> bool:
+        return name == "Host" or (name == "Content-Length" and row[:2] == ("egress_blocked", "CONNECT"))
+
+    return [(*r[:3], [h for h in r[3] if not artefact(r, h[0])], r[4]) if r[0] in ("request", "egress_blocked") else r
             for r in rows]
 
 
