@@ -1,7 +1,7 @@
 """Site profiles: where a site's URLs put what a visitor types and chooses, read from YAML files.
 
 One file per site (docs/SITE_PROFILES.md has the format); the shipped ones are in
-`spillage/audit/profiles/`. `load_grammars(dirs)` validates and reads them; a bad file is a
+`spillage/origins/profiles/`. `load_grammars(dirs)` validates and reads them; a bad file is a
 `ProfileError` naming the file, line and key.
 """
 
@@ -21,7 +21,7 @@ from spillage.proxy.documents import compose_yaml
 from .routes import form_int
 from .routes import path_int
 
-SHIPPED = Path(str(files("spillage.audit") / "profiles"))
+SHIPPED = Path(str(files(__package__) / "profiles"))
 PAGE_LABELS = {"page_products": "product", "page_facets": "facet", "page_sections": "section"}   # key → what it labels
 PATTERN_KEYS = ("category_path", "section_path", "product_path", "suggest_path", "cart_add_path",
                 "facet_separator", "facet_value", "aspect_params")

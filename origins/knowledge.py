@@ -18,7 +18,7 @@ from .grammar import Grammar
 from .grammar import load_grammars
 
 CATALOG_SITES = ("shop.test", "bazaar.test")  # the sites our catalog holds facts for
-GRAMMARS = load_grammars()  # the shipped site profiles (spillage/audit/profiles/*.yaml), by host
+GRAMMARS = load_grammars()  # the shipped site profiles (spillage/origins/profiles/*.yaml), by host
 
 FORMAT = "spillage-knowledge"
 VERSION = 1

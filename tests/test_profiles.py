@@ -27,6 +27,14 @@ def test_shipped_profiles_are_our_two_sites_and_two_real_ones():
     assert sorted(GRAMMARS) == ["amazon.com", "bazaar.test", "ebay.com", "shop.test"]
 
 
+def test_the_profiles_live_with_their_reader_and_origins_read_nothing_of_the_audit():
+    """origins/ is below audit/: its grammar reads profiles shipped in its own package, none of audit's files."""
+    origins = Path(load_grammars.__code__.co_filename).parent
+    assert SHIPPED == origins / "profiles"
+    for module in origins.glob("*.py"):
+        assert not re.search(r"spillage\.audit|from \.\.audit|\baudit/", module.read_text("utf-8")), module.name
+
+
 @pytest.mark.parametrize("host, site", [
     ("www.amazon.com", "amazon.com"), ("amazon.com", "amazon.com"), ("m.amazon.com", "amazon.com"),
     ("www.amazon.de", "amazon.com"), ("www.amazon.co.uk", "amazon.com"), ("completion.amazon.com", "amazon.com"),
