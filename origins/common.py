@@ -32,18 +32,29 @@ def money(cents: int) -> str:
     return f"${cents // 100:,}.{cents % 100:02d}"
 
 
-class Layout:
-    """A site's page template (templates/<name>.html) with $title, $query and $body slots."""
+def options(choices, selected) -> str:
+    """<option>s for (value, label) pairs, the one whose value is `selected` marked."""
+    return "".join(f'<option value="{esc(value)}"{" selected" if value == selected else ""}>{esc(label)}</option>\n'
+                   for value, label in choices)
 
-    def __init__(self, name: str, site_name: str):
+
+class Layout:
+    """A site's page template (templates/<name>.html) with $title, $query, $body, $categories (the
+    search form's options) and $nav (links to the categories) slots."""
+
+    def __init__(self, name: str, site_name: str, categories=(), none_selected: str | None = None, nav: str = ""):
         text = resources.files(__package__).joinpath(f"templates/{name}.html").read_text("utf-8")
         self.template = Template(text)
         self.site_name = site_name
+        self.categories, self.none_selected, self.nav = categories, none_selected, nav
 
-    def render(self, resp, title: str, body: str, query: str = "") -> None:
-        """Wrap `body` (already escaped HTML) in the layout."""
+    def render(self, resp, title: str, body: str, query: str = "", category: str | None = None) -> None:
+        """Wrap `body` (already escaped HTML) in the layout; `category` is preselected in the search
+        form (else the option `none_selected` names, if any)."""
         resp.content_type = HTML
-        resp.text = self.template.substitute(title=esc(title), query=esc(query), body=body)
+        selected = category if category is not None else self.none_selected
+        resp.text = self.template.substitute(title=esc(title), query=esc(query), body=body, nav=self.nav,
+                                             categories=options(self.categories, selected))
 
     def error_handler(self):
         """A falcon error handler rendering HTTP errors (404, 400, 405, 413, 415) as pages of this site."""
@@ -128,15 +139,6 @@ class VisitorStore:
             return list(self._messages.get(who, []))
 
 
-class SiteResource:
-    """A page or form of one shop, sharing its catalog, layout and per-visitor store."""
-
-    def __init__(self, catalog, layout: Layout, store: VisitorStore):
-        self.catalog = catalog
-        self.layout = layout
-        self.store = store
-
-
 def read_form(req) -> dict:
     """The urlencoded form of a POST; 415 for any other body type."""
     if not (req.content_type or "").startswith("application/x-www-form-urlencoded"):
@@ -216,19 +218,3 @@ class Suggest:
         resp.content_type = "application/json"
         resp.cache_control = ["no-store"]
         resp.text = json.dumps({"q": prefix, "suggestions": [{"text": t, "url": self.search_url(t)} for t in texts]})
-
-
-def site_app(site: str, catalog, layout: Layout, routes: dict, suggest_path: str, search_url) -> falcon.App:
-    """A shop's falcon app: each route's resource built with the shared catalog, layout and one
-    visitor store; autocomplete at `suggest_path`; the first-party event log and site.js; and
-    every HTTP error rendered as a page of the site."""
-    shared = (catalog, layout, VisitorStore())
-    app = falcon.App()
-    app.router_options.converters["id"] = IdConverter
-    for path, resource in routes.items():
-        app.add_route(path, resource(*shared))
-    app.add_route(suggest_path, Suggest(catalog, site, search_url))
-    app.add_route("/_log", EventLog())
-    app.add_route("/_static/site.js", SiteScript())
-    app.add_error_handler(falcon.HTTPError, layout.error_handler())
-    return app

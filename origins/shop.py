@@ -5,9 +5,6 @@ Every page is rendered on the server and every link and form works without JavaS
 (docs/ORIGINS.md) are a contract with the tracker and the auditor.
 """
 
-from dataclasses import dataclass
-from dataclasses import replace
-from typing import NamedTuple
 from urllib.parse import urlencode
 
 import falcon
@@ -16,27 +13,23 @@ from .catalog import Catalog
 from .catalog import Product
 from .catalog import Section
 from .catalog import Variant
-from .common import HTML
-from .common import MAX_QTY
-from .common import Layout
-from .common import SiteResource
-from .common import site_app
 from .common import esc
 from .common import money
 from .common import page_param
-from .common import read_form
-from .common import text_field
-from .common import visitor
-from .common import whole_number
+from .storefront import Field
+from .storefront import FilterParam
+from .storefront import Line
+from .storefront import Listing
+from .storefront import ListingParams
+from .storefront import Paths
+from .storefront import SiteSpec
+from .storefront import Words
+from .storefront import create_app
+from .storefront import toggled
 
 SITE = "shop.test"
 PER_PAGE = 24
-MAX_PAGE = 10_000
-MAX_ID = 2**62
-MAX_QUERY = 8192
-MAX_FACETS = 20             # filters a listing takes at once
 MAX_KEYWORD = 200
-MAX_QUESTION = 1000
 CAROUSEL_SIZE = 10
 HOME_DEPARTMENTS = 6
 HOME_THEMES = 4
@@ -45,47 +38,12 @@ SORTS = {"relevance": "Featured", "price-asc": "Price: low to high", "price-desc
 FACET_GROUPS = (("brand", "Brand"), ("feature", "Features"), ("need", "Shop by need & lifestyle"),
                 ("price", "Price"), ("rating", "Customer rating"), ("condition", "Condition"))
 LISTS = ("Wish list", "Gift ideas", "Baby registry")
-
-
-class Field(NamedTuple):
-    """A free-text checkout field."""
-
-    name: str
-    label: str
-    limit: int
-    required: bool = False
-    multiline: bool = False
-
-    def html(self) -> str:
-        """The labelled input, or textarea when multiline."""
-        attrs = f'id="{self.name}" name="{self.name}" maxlength="{self.limit}"'
-        control = f"<textarea {attrs}></textarea>" if self.multiline else f'<input type="text" {attrs}>'
-        return f'<div class="field"><label for="{self.name}">{esc(self.label)}</label>\n{control}</div>\n'
-
-
 ADDRESS = (Field("full_name", "Full name", 200, True), Field("address_line1", "Address line 1", 200, True),
            Field("address_line2", "Address line 2 (optional)", 200), Field("city", "City", 100, True),
            Field("state", "State / province (optional)", 100), Field("postal_code", "ZIP / postal code", 20, True))
 INSTRUCTIONS = Field("delivery_instructions", "Delivery instructions (optional)", 500, multiline=True)
 GIFT_MESSAGE = Field("gift_message", "Gift message (optional)", 500, multiline=True)
-
-
-class ShopLayout(Layout):
-    """templates/shop.html: the common layout plus the department menu of the search form and the department bar."""
-
-    def __init__(self, catalog: Catalog):
-        super().__init__("shop", "Copperleaf")
-        self.categories = catalog.categories(SITE)
-        self.nav = "".join(f'<a href="/c/{esc(c.slug)}">{esc(c.label)}</a>\n' for c in self.categories)
-
-    def render(self, resp, title: str, body: str, query: str = "", category: str | None = None) -> None:
-        """Wrap `body` (already escaped HTML); `category` is preselected in the search form."""
-        options = '<option value="">All departments</option>\n' + "".join(
-            f'<option value="{esc(c.slug)}"{" selected" if c.slug == category else ""}>{esc(c.label)}</option>\n'
-            for c in self.categories)
-        resp.content_type = HTML
-        resp.text = self.template.substitute(title=esc(title), query=esc(query), body=body,
-                                             departments=options, nav=self.nav)
+QUESTION = Field("question", "Ask a question", 1000, multiline=True)
 
 
 # --- HTML pieces ---------------------------------------------------------------------------
@@ -177,68 +135,29 @@ def count_line(total: int, page: int, noun: str = "result") -> str:
 # --- results pages -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Listing:
-    """The state of a results page (words, department, facets, sort, page) and the links to its neighbours."""
-
-    path: str                 # /s, or /c/<category> where the department is in the path
-    query: str
-    category: str | None
-    facets: tuple[str, ...]
-    sort: str = "relevance"
-    page: int = 1
-
-    def params(self) -> list[tuple[str, str]]:
-        """The query parameters, page and sort last, empty or default ones left out."""
-        pairs = [("k", self.query), ("i", self.category or "")] if self.path == "/s" else []
-        pairs += [("f", slug) for slug in self.facets]
-        pairs += [("sort", self.sort if self.sort != "relevance" else ""), ("page", str(self.page) if self.page > 1 else "")]
-        return [(k, v) for k, v in pairs if v]
-
-    def url(self, **changes) -> str:
-        """This page's URL (escaped) with some fields changed; any change but `page` starts at page 1."""
-        return href(self.path, replace(self, **{"page": 1, **changes}).params())
-
-
-def read_listing(req, catalog: Catalog, path: str, category: str | None) -> Listing:
-    """The listing parameters of the request; 400 for a bad sort, page, too long a query, too many
-    filters or one the site does not have."""
-    query = req.get_param("k", default="") if path == "/s" else ""
-    if len(query) > MAX_QUERY:
-        raise falcon.HTTPBadRequest(description=f"Search terms are limited to {MAX_QUERY:,} characters.")
-    sort = req.get_param("sort") or "relevance"
-    if sort not in SORTS:
-        raise falcon.HTTPBadRequest(description=f"sort must be one of: {', '.join(SORTS)}.")
-    facets = tuple(dict.fromkeys(slug for slug in req.get_param_as_list("f", default=[]) if slug))
-    if len(facets) > MAX_FACETS:
-        raise falcon.HTTPBadRequest(description=f"At most {MAX_FACETS} filters at a time.")
-    for slug in facets:
-        if catalog.facet(SITE, slug) is None:
-            raise falcon.HTTPBadRequest(description=f"There is no filter {slug!r}.")
-    page = whole_number({"page": req.get_param("page")}, "page", 1, MAX_PAGE, default=1)
-    return Listing(path, query, category, facets, sort, page)
-
-
 def filters(catalog: Catalog, listing: Listing, result) -> str:
     """The sidebar: the active filters, then departments and facets with their counts, by group."""
     blocks = []
-    if listing.facets:
+    active = listing.values("f")
+    if active:
         removes = "".join(
-            f'<li><a data-facet="{esc(slug)}" href="{listing.url(facets=tuple(s for s in listing.facets if s != slug))}">'
+            f'<li><a data-facet="{esc(slug)}" href="{esc(listing.url({"f": [s for s in active if s != slug]}))}">'
             f"Remove filter: {esc(getattr(catalog.facet(SITE, slug), 'label', slug))}</a></li>\n"
-            for slug in listing.facets)
+            for slug in active)
         blocks.append(f'<div class="active-filters"><h3>Your filters</h3>\n<ul>\n{removes}'
-                      f'<li><a href="{listing.url(facets=())}">Clear all filters</a></li>\n</ul></div>\n')
+                      f'<li><a href="{esc(listing.url({"f": ()}))}">Clear all filters</a></li>\n</ul></div>\n')
     if listing.path == "/s" and result.category_counts:
-        items = [f'<li><a href="{listing.url(category=None)}">‹ Any department</a></li>\n'] if listing.category else []
+        items = [f'<li><a href="{esc(listing.url(category=None))}">‹ Any department</a></li>\n'
+                 ] if listing.category else []
         items += [f'<li class="on"><strong>{esc(c.label)} ({n:,})</strong></li>\n' if c.slug == listing.category else
-                  f'<li><a href="{listing.url(category=c.slug)}">{esc(c.label)} ({n:,})</a></li>\n'
+                  f'<li><a href="{esc(listing.url(category=c.slug))}">{esc(c.label)} ({n:,})</a></li>\n'
                   for c, n in result.category_counts]
         blocks.append(f'<h3>Department</h3>\n<ul>\n{"".join(items)}</ul>\n')
     for kind, title in FACET_GROUPS:
         counted = sorted(((f, n) for f, n in result.facet_counts if f.kind == kind), key=facet_order)
         if len(counted) > (1 if kind == "condition" else 0):
-            blocks.append(f"<h3>{esc(title)}</h3>\n<ul>\n{''.join(facet_item(listing, f, n) for f, n in counted)}</ul>\n")
+            items = "".join(facet_item(listing, f, n) for f, n in counted)
+            blocks.append(f"<h3>{esc(title)}</h3>\n<ul>\n{items}</ul>\n")
     return f'<aside class="filters" aria-label="Filters" data-section="filters">\n{"".join(blocks)}</aside>\n'
 
 
@@ -253,16 +172,15 @@ def facet_order(counted) -> tuple:
 
 def facet_item(listing: Listing, facet, count: int) -> str:
     """A facet value: a link adding it, or for an active one a checked link removing it."""
-    on = facet.slug in listing.facets
-    facets = tuple(s for s in listing.facets if s != facet.slug) if on else (*listing.facets, facet.slug)
-    return (f'<li{" class=\"on\"" if on else ""}><a data-facet="{esc(facet.slug)}" href="{listing.url(facets=facets)}">'
+    on = facet.slug in listing.values("f")
+    return (f'<li{" class=\"on\"" if on else ""}><a data-facet="{esc(facet.slug)}" '
+            f'href="{esc(listing.url({"f": toggled(listing.values("f"), facet.slug)}))}">'
             f"{esc(facet.label)} ({count:,})</a></li>\n")
 
 
 def sort_form(listing: Listing) -> str:
     """GET form choosing the sort order, keeping words, department and facets."""
-    hidden = "".join(f'<input type="hidden" name="{k}" value="{esc(v)}">\n'
-                     for k, v in replace(listing, sort="relevance", page=1).params())
+    hidden = "".join(f'<input type="hidden" name="{k}" value="{esc(v)}">\n' for k, v in listing.kept_pairs())
     options = "".join(f'<option value="{key}"{" selected" if key == listing.sort else ""}>{label}</option>\n'
                       for key, label in SORTS.items())
     return (f'<form class="sort" action="{esc(listing.path)}" method="get" data-section="sort">\n{hidden}'
@@ -270,88 +188,118 @@ def sort_form(listing: Listing) -> str:
             f'<button type="submit" class="quiet">Sort</button>\n</form>\n')
 
 
-def results_page(catalog: Catalog, layout: ShopLayout, resp, listing: Listing, heading: str) -> None:
-    """Render a search or department page: filters, sort, sponsored slot, results, pages, related themes."""
-    result = catalog.search(SITE, listing.query, listing.facets, listing.category, listing.sort,
-                            listing.page, PER_PAGE)
-    if listing.page > result.pages:
-        raise falcon.HTTPBadRequest(description=f"page must be a whole number from 1 to {result.pages}.")
+def results_body(catalog: Catalog, listing: Listing, result, heading: str) -> str:
+    """A search or department page: filters, sort, sponsored slot, results, pages, related themes."""
     parts = [f'<div class="panel toolbar">\n<div><h1>{esc(heading)}</h1>\n'
              f"<p>{count_line(result.total, listing.page)}</p></div>\n{sort_form(listing)}</div>\n"]
     sponsored = catalog.sponsored(SITE, result.matched_ids)
     if sponsored:
         parts.append(carousel("sponsored", "Sponsored products", sponsored, sponsored=True))
     if result.products:
-        following = listing.url(page=listing.page + 1) if listing.page < result.pages else ""
+        following = esc(listing.url(page=listing.page + 1)) if listing.page < result.pages else ""
         parts.append(f'<section data-section="results" aria-label="Results">\n'
                      f"{result_list(result.products, following)}"
-                     f"{pagination(lambda n: listing.url(page=n), listing.page, result.pages)}</section>\n")
+                     f"{pagination(lambda n: esc(listing.url(page=n)), listing.page, result.pages)}</section>\n")
     else:
         parts.append('<section class="panel" data-section="results">\n<p>No results match your search.</p>\n'
                      "<p>Try other words, another department, or remove a filter.</p>\n</section>\n")
     parts += [section_carousel(catalog, s) for s in catalog.related_sections(SITE, result.matched_ids)]
-    body = (f'<div class="listing">\n{filters(catalog, listing, result)}'
+    return (f'<div class="listing">\n{filters(catalog, listing, result)}'
             f'<div class="listing-main">\n{"".join(parts)}</div>\n</div>')
-    layout.render(resp, heading, body, query=listing.query, category=listing.category if listing.path == "/s" else None)
 
 
-class Search(SiteResource):
-    """GET /s?k=&i=&f=&sort=&page=: search results."""
-
-    def on_get(self, req, resp):
-        slug = req.get_param("i") or None
-        category = self.catalog.category(SITE, slug) if slug else None
-        if slug and category is None:
-            raise falcon.HTTPBadRequest(description="i must be one of the store's departments.")
-        listing = read_listing(req, self.catalog, "/s", slug)
-        if listing.query.strip():
-            heading = f'Results for "{listing.query}"'
-        else:
-            heading = category.label if category else "All products"
-        results_page(self.catalog, self.layout, resp, listing, heading)
+# --- product page --------------------------------------------------------------------------
 
 
-class Department(SiteResource):
-    """GET /c/<category>?f=&sort=&page=: every product of a department."""
-
-    def on_get(self, req, resp, category):
-        found = self.catalog.category(SITE, category)
-        if found is None:
-            raise falcon.HTTPNotFound(description=f"There is no department {category!r}.")
-        listing = read_listing(req, self.catalog, f"/c/{category}", category)
-        results_page(self.catalog, self.layout, resp, listing, found.label)
-
-
-class SectionPage(SiteResource):
-    """GET /b/<slug>?page=: a themed section, a department's best sellers or today's deals."""
-
-    def on_get(self, req, resp, slug):
-        section = self.catalog.section(SITE, slug)
-        if section is None:
-            raise falcon.HTTPNotFound(description=f"There is no collection {slug!r}.")
-        pages = max(1, -(-len(section.product_ids) // PER_PAGE))
-        page = page_param(req, pages)
-        products = self.catalog.products_by_id(SITE, section.product_ids[(page - 1) * PER_PAGE: page * PER_PAGE])
-        path = f"/b/{slug}"
-
-        def url(n):
-            return href(path, [("page", str(n) if n > 1 else "")])
-
-        more = ""
-        if section.category:
-            label = self.catalog.category(SITE, section.category).label
-            more = f' <a href="/c/{esc(section.category)}">See all in {esc(label)}</a>'
-        body = (f'<section data-section="{esc(slug)}">\n<div class="panel toolbar"><div><h1>{esc(section.title)}</h1>\n'
-                f"<p>{count_line(len(section.product_ids), page, 'item')}{more}</p></div></div>\n"
-                f"{result_list(products, url(page + 1) if page < pages else '')}"
-                f"{pagination(url, page, pages)}</section>")
-        self.layout.render(resp, section.title, body)
+def variant_links(p: Product, variants: list[Variant], index: int | None) -> str:
+    if not variants:
+        return ""
+    links = "".join(
+        f'<li><a href="/p/{p.id}?variant={i}"{" aria-current=\"true\"" if i == index else ""}>{esc(v.value)}'
+        f'{f" (+{money(v.price_delta_cents)})" if v.price_delta_cents else ""}</a></li>\n'
+        for i, v in enumerate(variants))
+    chosen = variants[index]
+    return (f'<div data-section="variants">\n<h2>{esc(chosen.name)}: <strong>{esc(chosen.value)}</strong></h2>\n'
+            f'<ul class="variants">\n{links}</ul>\n</div>\n')
 
 
-class Home(SiteResource):
-    """GET /: hero, today's deals, department best sellers, themed carousels and every theme."""
+def buy_box(p: Product, index: int | None, price: int) -> str:
+    variant = f'<input type="hidden" name="variant" value="{index}">\n' if index is not None else ""
+    lists = "".join(f'<option value="{esc(name)}">{esc(name)}</option>\n' for name in LISTS)
+    return (
+        f'<aside class="buy-box" data-section="buy-box">\n<span class="price">{money(price)}</span>\n'
+        "<span>FREE Returns · Delivery in 2–4 business days</span>\n"
+        '<span class="in-stock">In Stock</span>\n'
+        f'<form action="/cart/add" method="post">\n<input type="hidden" name="product_id" value="{p.id}">\n{variant}'
+        f'<label for="qty">Quantity</label>\n'
+        '<input type="number" id="qty" name="qty" value="1">\n'
+        '<button type="submit">Add to cart</button>\n</form>\n'
+        f'<form action="/list/add" method="post">\n<input type="hidden" name="product_id" value="{p.id}">\n'
+        f'<label for="list">Save to a list</label>\n<select id="list" name="list">\n{lists}</select>\n'
+        '<button type="submit" class="quiet">Add to list</button>\n</form>\n'
+        "<span class=\"badge\">Ships from and sold by Copperleaf</span>\n</aside>\n")
 
-    def on_get(self, req, resp):
+
+def questions(catalog: Catalog, p: Product, sent: list[dict], asked: bool) -> str:
+    answered = "".join(f'<div class="qa"><p><strong>Question:</strong> {esc(q)}</p>\n'
+                       f"<p><strong>Answer:</strong> {esc(a)}</p></div>\n" for q, a in catalog.questions(p.id))
+    mine = "".join(f'<div class="qa"><p><strong>Your question:</strong> {esc(m["text"])}</p>\n'
+                   "<p>Awaiting an answer from the seller.</p></div>\n" for m in sent if m["kind"] == "question")
+    thanks = '<p class="notice" role="status">Thanks, your question was sent to the seller.</p>\n' if asked else ""
+    return (f'<section class="panel" id="questions" data-section="questions">\n'
+            f"<h2>Customer questions &amp; answers</h2>\n{thanks}{answered}{mine}"
+            f'<form action="/p/{p.id}/ask" method="post">\n{QUESTION.html()}'
+            '<button type="submit" class="quiet">Ask</button>\n</form>\n</section>\n')
+
+
+def reviews(catalog: Catalog, p: Product, keyword: str) -> str:
+    found = catalog.reviews(p.id, keyword)
+    items = "".join(
+        f'<div class="review"><p><strong>{esc(r.author)}</strong></p>\n'
+        f"<p>{stars(r.stars)} <strong>{esc(r.title)}</strong></p>\n"
+        f'<p class="badge">Reviewed on {esc(r.date)}</p>\n<p>{esc(r.body)}</p></div>\n' for r in found)
+    if keyword and not found:
+        items = f'<p>No reviews mention "{esc(keyword)}".</p>\n'
+    elif keyword:
+        items = (f'<p>{len(found)} review{"s mention" if len(found) != 1 else " mentions"} "{esc(keyword)}". '
+                 f'<a href="/p/{p.id}#reviews">Show all reviews</a></p>\n{items}')
+    return (f'<section class="panel" id="reviews" data-section="reviews">\n<h2>Customer reviews</h2>\n'
+            f"<p>{stars(p.rating, p.rating_count)}</p>\n"
+            f'<form action="/p/{p.id}#reviews" method="get">\n<label for="review_kw">Search customer reviews</label>\n'
+            f'<input type="text" id="review_kw" name="review_kw" value="{esc(keyword)}" maxlength="{MAX_KEYWORD}">\n'
+            f'<button type="submit" class="quiet">Filter reviews</button>\n</form>\n{items}</section>\n')
+
+
+# --- cart, lists, checkout, orders ------------------------------------------------------------
+
+
+def lines_table(lines: list[Line], removable: bool) -> str:
+    """The lines as a table with subtotals and the total; with remove buttons when `removable`."""
+    rows = ""
+    for line in lines:
+        p = line.product
+        variant = f"{esc(line.variant.name)}: {esc(line.variant.value)}" if line.variant else ""
+        remove = (f'<td><form action="/cart/remove" method="post">'
+                  f'<input type="hidden" name="product_id" value="{p.id}">'
+                  f'<input type="hidden" name="variant" value="{esc(line.key)}">'
+                  '<button type="submit" class="quiet">Remove</button></form></td>' if removable else "")
+        rows += (f'<tr data-product="{p.id}"><td><a href="/p/{p.id}" data-product="{p.id}">{esc(p.title)}</a></td>'
+                 f"<td>{variant}</td><td>{line.qty}</td><td>{money(line.unit_cents)}</td>"
+                 f"<td>{money(line.unit_cents * line.qty)}</td>{remove}</tr>\n")
+    total = sum(line.unit_cents * line.qty for line in lines)
+    head = "<th>Product</th><th>Option</th><th>Quantity</th><th>Price</th><th>Subtotal</th>"
+    return (f'<table>\n<thead><tr>{head}{"<th>Remove</th>" if removable else ""}</tr></thead>\n<tbody>\n{rows}</tbody>\n'
+            f"</table>\n<p>Total ({sum(line.qty for line in lines)} items): <strong>{money(total)}</strong></p>\n")
+
+
+class Pages:
+    """shop.test's templates: each page of the storefront as Copperleaf shows it."""
+
+    def __init__(self, front):
+        self.front, self.catalog, self.layout = front, front.catalog, front.layout
+
+    def home(self, req, resp):
+        """Hero, today's deals, department best sellers, themed carousels and every theme."""
         c = self.catalog
         departments = c.sections(SITE, "department")
         step = max(1, len(departments) // HOME_DEPARTMENTS)
@@ -360,7 +308,7 @@ class Home(SiteResource):
         deals = c.sections(SITE, "deals")
         theme_links = "".join(f'<li><a href="/b/{esc(s.slug)}">{esc(s.title)}</a></li>\n' for s in themes)
         department_cards = "".join(f'<li><a href="/c/{esc(cat.slug)}">{esc(cat.label)}</a></li>\n'
-                                   for cat in self.layout.categories)
+                                   for cat in self.front.categories)
         body = (
             '<section class="hero" data-section="hero">\n<h1>Everything for the way you live</h1>\n'
             "<p>Thousands of home, health, outdoor and tech essentials, with free returns within 30 days.</p>\n"
@@ -376,50 +324,48 @@ class Home(SiteResource):
         )
         self.layout.render(resp, "Online shopping for home, health, outdoor and tech", body)
 
+    def search(self, req, resp, listing: Listing, result):
+        """GET /s?k=&i=&f=&sort=&page=: search results."""
+        if listing.query.strip():
+            heading = f'Results for "{listing.query}"'
+        else:
+            heading = self.catalog.category(SITE, listing.category).label if listing.category else "All products"
+        self.layout.render(resp, heading, results_body(self.catalog, listing, result, heading), query=listing.query,
+                           category=listing.category)
 
-# --- product page --------------------------------------------------------------------------
+    def department(self, req, resp, listing: Listing, result, category):
+        """GET /c/<category>?f=&sort=&page=: every product of a department."""
+        self.layout.render(resp, category.label, results_body(self.catalog, listing, result, category.label))
 
+    def section(self, req, resp, section: Section):
+        """GET /b/<slug>?page=: a themed section, a department's best sellers or today's deals."""
+        pages = max(1, -(-len(section.product_ids) // PER_PAGE))
+        page = page_param(req, pages)
+        products = self.catalog.products_by_id(SITE, section.product_ids[(page - 1) * PER_PAGE: page * PER_PAGE])
+        path = f"/b/{section.slug}"
 
-def see_other(resp, location: str) -> None:
-    resp.status = falcon.HTTP_303
-    resp.location = location
+        def url(n):
+            return href(path, [("page", str(n) if n > 1 else "")])
 
+        more = ""
+        if section.category:
+            label = self.catalog.category(SITE, section.category).label
+            more = f' <a href="/c/{esc(section.category)}">See all in {esc(label)}</a>'
+        body = (f'<section data-section="{esc(section.slug)}">\n<div class="panel toolbar"><div>'
+                f"<h1>{esc(section.title)}</h1>\n"
+                f"<p>{count_line(len(section.product_ids), page, 'item')}{more}</p></div></div>\n"
+                f"{result_list(products, url(page + 1) if page < pages else '')}"
+                f"{pagination(url, page, pages)}</section>")
+        self.layout.render(resp, section.title, body)
 
-def find_product(catalog: Catalog, product_id: int) -> Product:
-    """The shop.test product with this id; 404 otherwise (bazaar.test ids included)."""
-    product = catalog.product(SITE, product_id) if 0 < product_id < MAX_ID else None
-    if product is None:
-        raise falcon.HTTPNotFound(description=f"There is no product {product_id} in this store.")
-    return product
-
-
-def chosen_variant(variants: list[Variant], value) -> int | None:
-    """The index of the variant `value` names (the first when none is named); None without variants."""
-    if not variants:
-        if value not in (None, ""):
-            raise falcon.HTTPBadRequest(description="This product comes in one version only; leave out variant.")
-        return None
-    return whole_number({"variant": value}, "variant", 0, len(variants) - 1, default=0)
-
-
-def unit_price(p: Product, variant: Variant | None) -> tuple[int, int]:
-    """Price and list price of a product in a variant."""
-    delta = variant.price_delta_cents if variant else 0
-    return p.price_cents + delta, p.list_price_cents + delta
-
-
-class ProductPage(SiteResource):
-    """GET /p/<id>?variant=&review_kw=&asked=: details, buy box, bought together, questions, reviews."""
-
-    def on_get(self, req, resp, product_id):
-        p = find_product(self.catalog, product_id)
-        variants = self.catalog.variants(p.id)
-        index = chosen_variant(variants, req.get_param("variant"))
+    def product(self, req, resp, p: Product, variants: list[Variant], index: int | None):
+        """GET /p/<id>?variant=&review_kw=&asked=: details, buy box, bought together, questions, reviews."""
         keyword = req.get_param("review_kw", default="").strip()
         if len(keyword) > MAX_KEYWORD:
             raise falcon.HTTPBadRequest(description=f"review_kw is limited to {MAX_KEYWORD} characters.")
         variant = variants[index] if variants else None
-        price, list_price = unit_price(p, variant)
+        delta = variant.price_delta_cents if variant else 0
+        price, list_price = p.price_cents + delta, p.list_price_cents + delta
         category = self.catalog.category(SITE, p.category)
         bought = self.catalog.bought_together(SITE, p.id)
         body = (
@@ -429,172 +375,18 @@ class ProductPage(SiteResource):
             f'<div class="product panel">\n{thumb(p.id)}\n<div class="details">\n<h1>{esc(p.title)}</h1>\n'
             f'<p><a href="{href("/s", [("k", p.brand)])}">Visit the {esc(p.brand)} Store</a></p>\n'
             f"<p>{stars(p.rating, p.rating_count)}</p>\n<p>{price_tag(price, list_price)}</p>\n"
-            f"{self.variant_links(p, variants, index)}"
+            f"{variant_links(p, variants, index)}"
             f'<section data-section="about">\n<h2>About this item</h2>\n'
             f'<ul>\n{"".join(f"<li>{esc(b)}</li>\n" for b in p.bullets)}</ul>\n<p>{esc(p.description)}</p>\n'
-            f"</section>\n</div>\n{self.buy_box(p, index, price)}</div>\n"
+            f"</section>\n</div>\n{buy_box(p, index, price)}</div>\n"
             + (carousel("bought-together", "Frequently bought together", bought) if bought else "")
-            + self.questions(req, resp, p)
-            + self.reviews(p, keyword)
+            + questions(self.catalog, p, self.front.sent(req, resp, p), req.get_param("asked") == "1")
+            + reviews(self.catalog, p, keyword)
             + "</article>"
         )
         self.layout.render(resp, p.title, body)
 
-    @staticmethod
-    def variant_links(p: Product, variants: list[Variant], index: int | None) -> str:
-        if not variants:
-            return ""
-        links = "".join(
-            f'<li><a href="/p/{p.id}?variant={i}"{" aria-current=\"true\"" if i == index else ""}>{esc(v.value)}'
-            f'{f" (+{money(v.price_delta_cents)})" if v.price_delta_cents else ""}</a></li>\n'
-            for i, v in enumerate(variants))
-        chosen = variants[index]
-        return (f'<div data-section="variants">\n<h2>{esc(chosen.name)}: <strong>{esc(chosen.value)}</strong></h2>\n'
-                f'<ul class="variants">\n{links}</ul>\n</div>\n')
-
-    @staticmethod
-    def buy_box(p: Product, index: int | None, price: int) -> str:
-        variant = f'<input type="hidden" name="variant" value="{index}">\n' if index is not None else ""
-        lists = "".join(f'<option value="{esc(name)}">{esc(name)}</option>\n' for name in LISTS)
-        return (
-            f'<aside class="buy-box" data-section="buy-box">\n<span class="price">{money(price)}</span>\n'
-            "<span>FREE Returns · Delivery in 2–4 business days</span>\n"
-            '<span class="in-stock">In Stock</span>\n'
-            f'<form action="/cart/add" method="post">\n<input type="hidden" name="product_id" value="{p.id}">\n{variant}'
-            f'<label for="qty">Quantity</label>\n'
-            '<input type="number" id="qty" name="qty" value="1">\n'
-            '<button type="submit">Add to cart</button>\n</form>\n'
-            f'<form action="/list/add" method="post">\n<input type="hidden" name="product_id" value="{p.id}">\n'
-            f'<label for="list">Save to a list</label>\n<select id="list" name="list">\n{lists}</select>\n'
-            '<button type="submit" class="quiet">Add to list</button>\n</form>\n'
-            "<span class=\"badge\">Ships from and sold by Copperleaf</span>\n</aside>\n")
-
-    def questions(self, req, resp, p: Product) -> str:
-        answered = "".join(f'<div class="qa"><p><strong>Question:</strong> {esc(q)}</p>\n'
-                           f"<p><strong>Answer:</strong> {esc(a)}</p></div>\n" for q, a in self.catalog.questions(p.id))
-        mine = "".join(f'<div class="qa"><p><strong>Your question:</strong> {esc(m["text"])}</p>\n'
-                       "<p>Awaiting an answer from the seller.</p></div>\n"
-                       for m in self.store.messages(visitor(req, resp))
-                       if m.get("kind") == "question" and m.get("product_id") == p.id)
-        thanks = ('<p class="notice" role="status">Thanks, your question was sent to the seller.</p>\n'
-                  if req.get_param("asked") == "1" else "")
-        return (f'<section class="panel" id="questions" data-section="questions">\n'
-                f"<h2>Customer questions &amp; answers</h2>\n{thanks}{answered}{mine}"
-                f'<form action="/p/{p.id}/ask" method="post">\n'
-                f'<div class="field"><label for="question">Ask a question</label>\n'
-                f'<textarea id="question" name="question" maxlength="{MAX_QUESTION}"></textarea></div>\n'
-                '<button type="submit" class="quiet">Ask</button>\n</form>\n</section>\n')
-
-    def reviews(self, p: Product, keyword: str) -> str:
-        found = self.catalog.reviews(p.id, keyword)
-        items = "".join(
-            f'<div class="review"><p><strong>{esc(r.author)}</strong></p>\n'
-            f"<p>{stars(r.stars)} <strong>{esc(r.title)}</strong></p>\n"
-            f'<p class="badge">Reviewed on {esc(r.date)}</p>\n<p>{esc(r.body)}</p></div>\n' for r in found)
-        if keyword and not found:
-            items = f'<p>No reviews mention "{esc(keyword)}".</p>\n'
-        elif keyword:
-            items = (f'<p>{len(found)} review{"s mention" if len(found) != 1 else " mentions"} "{esc(keyword)}". '
-                     f'<a href="/p/{p.id}#reviews">Show all reviews</a></p>\n{items}')
-        return (f'<section class="panel" id="reviews" data-section="reviews">\n<h2>Customer reviews</h2>\n'
-                f"<p>{stars(p.rating, p.rating_count)}</p>\n"
-                f'<form action="/p/{p.id}#reviews" method="get">\n<label for="review_kw">Search customer reviews</label>\n'
-                f'<input type="text" id="review_kw" name="review_kw" value="{esc(keyword)}" maxlength="{MAX_KEYWORD}">\n'
-                f'<button type="submit" class="quiet">Filter reviews</button>\n</form>\n{items}</section>\n')
-
-
-class Ask(SiteResource):
-    """POST /p/<id>/ask: a question for the seller, kept for the visitor."""
-
-    def on_post(self, req, resp, product_id):
-        p = find_product(self.catalog, product_id)
-        question = text_field(read_form(req), "question", MAX_QUESTION, required=True)
-        self.store.add_message(visitor(req, resp), {"kind": "question", "product_id": p.id, "text": question})
-        see_other(resp, f"/p/{p.id}?asked=1#questions")
-
-
-# --- cart, lists, checkout, orders ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Line:
-    """A cart or order line with its product and variant looked up."""
-
-    product: Product
-    variant_key: str
-    variant: Variant | None
-    qty: int
-
-    @property
-    def price(self) -> int:
-        return unit_price(self.product, self.variant)[0]
-
-
-def resolve(catalog: Catalog, lines: list[tuple[int, str, int]]) -> list[Line]:
-    """The store's (product id, variant key, quantity) lines as `Line`s."""
-    products = {p.id: p for p in catalog.products_by_id(SITE, [pid for pid, _, _ in lines])}
-    resolved = []
-    for pid, key, qty in lines:
-        variants = catalog.variants(pid)
-        variant = variants[int(key)] if key.isdigit() and int(key) < len(variants) else None
-        resolved.append(Line(products[pid], key, variant, qty))
-    return resolved
-
-
-def lines_table(lines: list[Line], removable: bool) -> str:
-    """The lines as a table with subtotals and the total; with remove buttons when `removable`."""
-    rows = ""
-    for line in lines:
-        p = line.product
-        variant = f"{esc(line.variant.name)}: {esc(line.variant.value)}" if line.variant else ""
-        remove = (f'<td><form action="/cart/remove" method="post">'
-                  f'<input type="hidden" name="product_id" value="{p.id}">'
-                  f'<input type="hidden" name="variant" value="{esc(line.variant_key)}">'
-                  '<button type="submit" class="quiet">Remove</button></form></td>' if removable else "")
-        rows += (f'<tr data-product="{p.id}"><td><a href="/p/{p.id}" data-product="{p.id}">{esc(p.title)}</a></td>'
-                 f"<td>{variant}</td><td>{line.qty}</td><td>{money(line.price)}</td>"
-                 f"<td>{money(line.price * line.qty)}</td>{remove}</tr>\n")
-    total = sum(line.price * line.qty for line in lines)
-    head = "<th>Product</th><th>Option</th><th>Quantity</th><th>Price</th><th>Subtotal</th>"
-    return (f'<table>\n<thead><tr>{head}{"<th>Remove</th>" if removable else ""}</tr></thead>\n<tbody>\n{rows}</tbody>\n'
-            f"</table>\n<p>Total ({sum(line.qty for line in lines)} items): <strong>{money(total)}</strong></p>\n")
-
-
-def product_from_form(catalog: Catalog, form: dict) -> Product:
-    product_id = whole_number(form, "product_id", 1, MAX_ID)
-    product = catalog.product(SITE, product_id)
-    if product is None:
-        raise falcon.HTTPBadRequest(description="product_id must be the id of a product in this store.")
-    return product
-
-
-class CartAdd(SiteResource):
-    """POST /cart/add (product_id, qty, variant): add to the visitor's cart, then show it."""
-
-    def on_post(self, req, resp):
-        form = read_form(req)
-        p = product_from_form(self.catalog, form)
-        qty = whole_number(form, "qty", 1, MAX_QTY, default=1)
-        index = chosen_variant(self.catalog.variants(p.id), form.get("variant"))
-        self.store.add_to_cart(visitor(req, resp), p.id, qty, "" if index is None else str(index))
-        see_other(resp, "/cart")
-
-
-class CartRemove(SiteResource):
-    """POST /cart/remove (product_id, variant): drop a line of the visitor's cart."""
-
-    def on_post(self, req, resp):
-        form = read_form(req)
-        product_id = whole_number(form, "product_id", 1, MAX_ID)
-        self.store.remove_from_cart(visitor(req, resp), product_id, form.get("variant", ""))
-        see_other(resp, "/cart")
-
-
-class CartPage(SiteResource):
-    """GET /cart: the visitor's cart."""
-
-    def on_get(self, req, resp):
-        lines = resolve(self.catalog, self.store.cart(visitor(req, resp)))
+    def cart(self, req, resp, lines: list[Line]):
         if lines:
             content = (f"{lines_table(lines, removable=True)}"
                        '<p><a class="button" href="/checkout">Proceed to checkout</a></p>\n')
@@ -603,39 +395,17 @@ class CartPage(SiteResource):
         self.layout.render(resp, "Shopping cart",
                            f'<section class="panel" data-section="cart">\n<h1>Shopping cart</h1>\n{content}</section>')
 
-
-class ListAdd(SiteResource):
-    """POST /list/add (product_id, list): save a product to one of the visitor's lists."""
-
-    def on_post(self, req, resp):
-        form = read_form(req)
-        p = product_from_form(self.catalog, form)
-        name = form.get("list", "")
-        if name not in LISTS:
-            raise falcon.HTTPBadRequest(description=f"list must be one of: {', '.join(LISTS)}.")
-        self.store.add_to_list(visitor(req, resp), name, p.id)
-        see_other(resp, "/lists")
-
-
-class ListsPage(SiteResource):
-    """GET /lists: the visitor's lists."""
-
-    def on_get(self, req, resp):
-        saved = self.store.lists(visitor(req, resp))
+    def lists(self, req, resp, saved: dict[str, list[int]]):
         rows = "".join(carousel("list-" + name.lower().replace(" ", "-"), name,
                                 self.catalog.products_by_id(SITE, saved[name]))
                        for name in LISTS if saved.get(name))
         content = rows or '<p class="panel">You have not saved anything yet. <a href="/">Start shopping</a></p>\n'
         self.layout.render(resp, "Your lists", f'<section data-section="lists">\n<h1>Your lists</h1>\n{content}</section>')
 
-
-class Checkout(SiteResource):
-    """GET /checkout: the delivery form and order summary; POST /checkout: place the order."""
-
-    def on_get(self, req, resp):
-        lines = resolve(self.catalog, self.store.cart(visitor(req, resp)))
+    def checkout(self, req, resp, lines: list[Line]):
         if not lines:
-            content = '<p>Your cart is empty, so there is nothing to check out.</p>\n<p><a href="/">Continue shopping</a></p>\n'
+            content = ('<p>Your cart is empty, so there is nothing to check out.</p>\n'
+                       '<p><a href="/">Continue shopping</a></p>\n')
             self.layout.render(resp, "Checkout", f'<section class="panel" data-section="checkout">\n'
                                                  f"<h1>Checkout</h1>\n{content}</section>")
             return
@@ -652,24 +422,7 @@ class Checkout(SiteResource):
         )
         self.layout.render(resp, "Checkout", body)
 
-    def on_post(self, req, resp):
-        form = read_form(req)
-        who = visitor(req, resp)
-        if not self.store.cart(who):
-            raise falcon.HTTPBadRequest(description="Your cart is empty: add something to it before checking out.")
-        details = {f.name: text_field(form, f.name, f.limit, f.required) for f in (*ADDRESS, INSTRUCTIONS, GIFT_MESSAGE)}
-        details["gift"] = form.get("gift", "") not in ("", "0")
-        order = self.store.place_order(who, details)
-        see_other(resp, f"/order/{order['id']}")
-
-
-class OrderPage(SiteResource):
-    """GET /order/<id>: the confirmation of one of the visitor's orders."""
-
-    def on_get(self, req, resp, order_id):
-        order = self.store.order(visitor(req, resp), order_id)
-        if order is None:
-            raise falcon.HTTPNotFound(description=f"There is no order {order_id!r} for you.")
+    def order(self, req, resp, order: dict, lines: list[Line]):
         address = "<br>\n".join(esc(order[f.name]) for f in ADDRESS if order[f.name])
         notes = ""
         if order["delivery_instructions"]:
@@ -681,16 +434,36 @@ class OrderPage(SiteResource):
         body = (f'<section class="panel" data-section="order">\n<h1>Thank you, your order has been placed</h1>\n'
                 f"<p>Order number <strong>{esc(order['id'])}</strong></p>\n"
                 f"<h2>Delivering to</h2>\n<p>{address}</p>\n{notes}"
-                f"{lines_table(resolve(self.catalog, order['lines']), removable=False)}"
+                f"{lines_table(lines, removable=False)}"
                 '<p><a href="/">Continue shopping</a></p>\n</section>')
         self.layout.render(resp, "Order placed", body)
 
 
+SPEC = SiteSpec(
+    site=SITE, name="Copperleaf", template="shop", all_categories="All departments", all_selected=False,
+    paths=Paths(search="/s", department="/c/", section="/b/", product="/p/", suggest="/suggest",
+                lists="/lists", list_add="/list/add", order="/order/"),
+    listing=ListingParams("/s", query="k", category="i", sort="sort", page="page",
+                          filters=(FilterParam("f", most=20, skip_empty=True),)),
+    sorts=SORTS, pages=Pages, per_page=PER_PAGE, max_page=10_000, max_id=2**62,
+    query_limit=8192, query_in_bytes=False, query_on_departments=False,
+    product_field="product_id", variant_param="variant", question=QUESTION, subjects=(),
+    asked_anchor="#questions", lists=LISTS, list_param="list",
+    checkout_fields=(*ADDRESS, INSTRUCTIONS, GIFT_MESSAGE), checkout_flags=("gift",),
+    words=Words(
+        long_query="Search terms are limited to 8,192 characters.",
+        bad_category="i must be one of the store's departments.",
+        bad_sort="sort must be one of: {choices}.",
+        no_department="There is no department {slug!r}.",
+        no_product="There is no product {id} in this store.",
+        bad_product_field="product_id must be the id of a product in this store.",
+        bad_list="list must be one of: {choices}.",
+        empty_cart="Your cart is empty: add something to it before checking out.",
+        no_order="There is no order {id!r} for you.",
+        one_version="This product comes in one version only; leave out variant."),
+)
+
+
 def make_shop(catalog: Catalog) -> falcon.App:
     """shop.test over `catalog`."""
-    return site_app(SITE, catalog, ShopLayout(catalog), {
-        "/": Home, "/s": Search, "/c/{category}": Department, "/b/{slug}": SectionPage,
-        "/p/{product_id:id}": ProductPage, "/p/{product_id:id}/ask": Ask, "/cart": CartPage,
-        "/cart/add": CartAdd, "/cart/remove": CartRemove, "/lists": ListsPage, "/list/add": ListAdd,
-        "/checkout": Checkout, "/order/{order_id}": OrderPage,
-    }, "/suggest", lambda text: "/s?" + urlencode({"k": text}))
+    return create_app(SPEC, catalog)
