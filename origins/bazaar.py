@@ -36,12 +36,12 @@ from .storefront import Field
 from .storefront import FilterParam
 from .storefront import Line
 from .storefront import Listing
-from .storefront import ListingParams
-from .storefront import Paths
 from .storefront import ProductPage
-from .storefront import SiteSpec
-from .storefront import Words
+from .storefront import Templates
 from .storefront import create_app
+from .storefront import load_spec
+from .storefront import sponsored_marks
+from .storefront import total_cents
 from .storefront import see_other
 from .storefront import toggled
 
@@ -101,8 +101,7 @@ def offer_line(p: Product) -> str:
 
 def row(p: Product, sponsored: bool = False) -> str:
     """A search-result row."""
-    mark = ' data-sponsored="1"' if sponsored else ""
-    badge = '<p class="badge">Sponsored</p>\n' if sponsored else ""
+    mark, badge = sponsored_marks(sponsored, '<p class="badge">Sponsored</p>\n')
     return (f'<li data-product="{p.id}"{mark}>{placeholder(p.brand, p.id)}\n<div>\n{badge}'
             f'<h3><a href="/itm/{p.id}" data-product="{p.id}"{mark}>{esc(p.title)}</a></h3>\n<p class="cond">{esc(condition(p))}</p>\n'
             f"<p>{prices(p)}</p>\n{offer_line(p)}"
@@ -303,20 +302,16 @@ def lines_table(lines: list[Line], removable: bool = False) -> str:
                       f'{hidden("var", line.key)}<button class="link" type="submit">Remove</button></form></td>')
         rows += (f'<tr data-product="{p.id}"><td><a href="/itm/{p.id}?var={line.key}">{esc(p.title)}</a>'
                  f'<div class="muted">{esc(variant_label(line))}</div></td><td>{money(line.unit_cents)}</td>'
-                 f"<td>{line.qty}</td><td>{money(line.unit_cents * line.qty)}</td>{remove}</tr>\n")
-    total = sum(line.unit_cents * line.qty for line in lines)
+                 f"<td>{line.qty}</td><td>{money(line.subtotal_cents)}</td>{remove}</tr>\n")
     head = "<th>Item</th><th>Price</th><th>Quantity</th><th>Subtotal</th>" + ("<th>Remove</th>" if removable else "")
     return (f'<table class="lines">\n<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n'
-            f'<p>Total: <span class="price">{money(total)}</span></p>\n')
+            f'<p>Total: <span class="price">{money(total_cents(lines))}</span></p>\n')
 
 
 # --- pages -----------------------------------------------------------------------------------
 
-class Pages:
+class Pages(Templates):
     """bazaar.test's templates: each page of the storefront as the marketplace shows it."""
-
-    def __init__(self, front):
-        self.front, self.catalog, self.layout = front, front.catalog, front.layout
 
     def home(self, req, resp):
         """Category tiles, featured collections, daily deals and trending departments."""
@@ -477,33 +472,11 @@ class Item(ProductPage):
         see_other(resp, f"/itm/{p.id}?offer=sent")
 
 
-SPEC = SiteSpec(
-    site=SITE, name="bazaar", template="bazaar", all_categories="All categories", all_selected=True,
-    paths=Paths(search="/sch/", department="/b/", section="/e/", product="/itm/", product_digits=12,
-                product_actions=("offer", "ask"), suggest="/autosug", lists="/mye/watchlist", list_add="/watch",
-                order="/ord/"),
-    listing=ListingParams("/sch/", query="_nkw", category="_sacat", sort="_sop", page="_pgn", filters=(
-        FilterParam("LH_ItemCondition", choices=tuple(CONDITIONS),
-                    refusal=f"LH_ItemCondition must be one of {', '.join(CONDITIONS)}."),
-        FilterParam("_aspect", kinds=tuple(ASPECT_GROUPS)))),
-    sorts=SORT_LABELS, pages=Pages, per_page=PER_PAGE, max_page=100_000, max_id=10**12 - 1,
-    query_limit=8192, query_in_bytes=True, query_on_departments=True,
-    product_field="item_id", variant_param="var", question=QUESTION, subjects=SUBJECTS, asked_anchor="",
-    lists=(WATCHLIST,), list_param="", checkout_fields=(*ADDRESS, NOTE), remove_checks_product=True,
-    resources={"product": Item},
-    words=Words(
-        long_query="Search words are limited to 8192 bytes.",
-        bad_category="There is no category {slug!r}.",
-        bad_sort="_sop must be one of {choices}.",
-        no_department="There is no category {slug!r}.",
-        no_product="There is no item {id} on bazaar.",
-        bad_product_field="item_id must be the number of an item on bazaar.",
-        bad_list="",
-        empty_cart="Your cart is empty: add an item before you check out.",
-        no_order="There is no such order.",
-        bad_subject="Choose a subject: {choices}."),
-)
-
+SPEC = load_spec(SITE, pages=Pages, per_page=PER_PAGE, sorts=SORT_LABELS, filters=(
+    FilterParam("LH_ItemCondition", choices=tuple(CONDITIONS),
+                refusal=f"LH_ItemCondition must be one of {', '.join(CONDITIONS)}."),
+    FilterParam("_aspect", kinds=tuple(ASPECT_GROUPS))), question=QUESTION, subjects=SUBJECTS,
+    lists=(WATCHLIST,), checkout_fields=(*ADDRESS, NOTE), resources={"product": Item})
 
 def make_bazaar(catalog: Catalog) -> falcon.App:
     """bazaar.test over `catalog`."""

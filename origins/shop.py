@@ -20,11 +20,11 @@ from .storefront import Field
 from .storefront import FilterParam
 from .storefront import Line
 from .storefront import Listing
-from .storefront import ListingParams
-from .storefront import Paths
-from .storefront import SiteSpec
-from .storefront import Words
+from .storefront import Templates
 from .storefront import create_app
+from .storefront import load_spec
+from .storefront import sponsored_marks
+from .storefront import total_cents
 from .storefront import toggled
 
 SITE = "shop.test"
@@ -80,8 +80,7 @@ def thumb(product_id: int) -> str:
 
 def tile(p: Product, sponsored: bool = False) -> str:
     """A product tile: picture and title linking to the product, brand, rating, price."""
-    mark = ' data-sponsored="1"' if sponsored else ""
-    badge = '<span class="badge sponsored">Sponsored</span>\n' if sponsored else ""
+    mark, badge = sponsored_marks(sponsored, '<span class="badge sponsored">Sponsored</span>\n')
     return (f'<li class="tile" data-product="{p.id}"{mark}>\n{badge}'
             f'<a href="/p/{p.id}" data-product="{p.id}"{mark}>{thumb(p.id)}<span class="title">{esc(p.title)}</span></a>\n'
             f'<span class="brand">{esc(p.brand)}</span>\n{stars(p.rating, p.rating_count)}\n'
@@ -285,18 +284,14 @@ def lines_table(lines: list[Line], removable: bool) -> str:
                   '<button type="submit" class="quiet">Remove</button></form></td>' if removable else "")
         rows += (f'<tr data-product="{p.id}"><td><a href="/p/{p.id}" data-product="{p.id}">{esc(p.title)}</a></td>'
                  f"<td>{variant}</td><td>{line.qty}</td><td>{money(line.unit_cents)}</td>"
-                 f"<td>{money(line.unit_cents * line.qty)}</td>{remove}</tr>\n")
-    total = sum(line.unit_cents * line.qty for line in lines)
+                 f"<td>{money(line.subtotal_cents)}</td>{remove}</tr>\n")
     head = "<th>Product</th><th>Option</th><th>Quantity</th><th>Price</th><th>Subtotal</th>"
     return (f'<table>\n<thead><tr>{head}{"<th>Remove</th>" if removable else ""}</tr></thead>\n<tbody>\n{rows}</tbody>\n'
-            f"</table>\n<p>Total ({sum(line.qty for line in lines)} items): <strong>{money(total)}</strong></p>\n")
+            f"</table>\n<p>Total ({sum(line.qty for line in lines)} items): <strong>{money(total_cents(lines))}</strong></p>\n")
 
 
-class Pages:
+class Pages(Templates):
     """shop.test's templates: each page of the storefront as Copperleaf shows it."""
-
-    def __init__(self, front):
-        self.front, self.catalog, self.layout = front, front.catalog, front.layout
 
     def home(self, req, resp):
         """Hero, today's deals, department best sellers, themed carousels and every theme."""
@@ -439,30 +434,9 @@ class Pages:
         self.layout.render(resp, "Order placed", body)
 
 
-SPEC = SiteSpec(
-    site=SITE, name="Copperleaf", template="shop", all_categories="All departments", all_selected=False,
-    paths=Paths(search="/s", department="/c/", section="/b/", product="/p/", suggest="/suggest",
-                lists="/lists", list_add="/list/add", order="/order/"),
-    listing=ListingParams("/s", query="k", category="i", sort="sort", page="page",
-                          filters=(FilterParam("f", most=20, skip_empty=True),)),
-    sorts=SORTS, pages=Pages, per_page=PER_PAGE, max_page=10_000, max_id=2**62,
-    query_limit=8192, query_in_bytes=False, query_on_departments=False,
-    product_field="product_id", variant_param="variant", question=QUESTION, subjects=(),
-    asked_anchor="#questions", lists=LISTS, list_param="list",
-    checkout_fields=(*ADDRESS, INSTRUCTIONS, GIFT_MESSAGE), checkout_flags=("gift",),
-    words=Words(
-        long_query="Search terms are limited to 8,192 characters.",
-        bad_category="i must be one of the store's departments.",
-        bad_sort="sort must be one of: {choices}.",
-        no_department="There is no department {slug!r}.",
-        no_product="There is no product {id} in this store.",
-        bad_product_field="product_id must be the id of a product in this store.",
-        bad_list="list must be one of: {choices}.",
-        empty_cart="Your cart is empty: add something to it before checking out.",
-        no_order="There is no order {id!r} for you.",
-        one_version="This product comes in one version only; leave out variant."),
-)
-
+SPEC = load_spec(SITE, pages=Pages, per_page=PER_PAGE, sorts=SORTS, filters=(FilterParam("f", most=20, skip_empty=True),),
+                 question=QUESTION, subjects=(), lists=LISTS, checkout_fields=(*ADDRESS, INSTRUCTIONS, GIFT_MESSAGE),
+                 checkout_flags=("gift",))
 
 def make_shop(catalog: Catalog) -> falcon.App:
     """shop.test over `catalog`."""

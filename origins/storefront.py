@@ -13,10 +13,12 @@ Every request's parameters are checked in one order: search words, category, fil
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
+from importlib import resources
 from typing import NamedTuple
 from urllib.parse import urlencode
 
 import falcon
+import yaml
 
 from .catalog import Catalog
 from .catalog import Product
@@ -67,22 +69,10 @@ class FilterParam:
 
 
 @dataclass(frozen=True)
-class ListingParams:
-    """Where a site's listings keep their state: the search path and the names of the parameters."""
-
-    search_path: str
-    query: str
-    category: str
-    sort: str
-    page: str
-    filters: tuple[FilterParam, ...]
-
-
-@dataclass(frozen=True)
 class Listing:
     """The state of a results page (words, category, filters, sort, page) and the links to its neighbours."""
 
-    params: ListingParams
+    spec: "SiteSpec"
     path: str                                    # the search path, or a category's page
     query: str
     category: str | None
@@ -100,15 +90,15 @@ class Listing:
     def query_pairs(self) -> list[tuple[str, str]]:
         """The query parameters, sort and page last, empty or default ones left out; the category
         only on the search path (a category's page has it in its path)."""
-        p = self.params
-        pairs = [(p.query, self.query)] if self.query else []
-        if self.category and self.path == p.search_path:
-            pairs.append((p.category, self.category))
+        spec = self.spec
+        pairs = [(spec.query_param, self.query)] if self.query else []
+        if self.category and self.path == spec.paths.search:
+            pairs.append((spec.category_param, self.category))
         pairs += [(name, value) for name, values in self.filters for value in values]
         if self.sort != "relevance":
-            pairs.append((p.sort, self.sort))
+            pairs.append((spec.sort_param, self.sort))
         if self.page > 1:
-            pairs.append((p.page, str(self.page)))
+            pairs.append((spec.page_param, str(self.page)))
         return pairs
 
     def kept_pairs(self) -> list[tuple[str, str]]:
@@ -140,9 +130,9 @@ class Words:
     no_department: str           # {slug!r}
     no_product: str              # {id}
     bad_product_field: str
-    bad_list: str                # {choices}
     empty_cart: str
     no_order: str                # {id!r}
+    bad_list: str = ""           # {choices}
     one_version: str = ""        # a product without variants given one; "" → its one version is 0
     bad_subject: str = ""        # {choices}
     no_section: str = "There is no collection {slug!r}."
@@ -170,7 +160,8 @@ class Paths:
 
 @dataclass(frozen=True)
 class SiteSpec:
-    """Everything that makes one site of the storefront what it is."""
+    """Everything that makes one site of the storefront what it is: the data in
+    origins/sites/<site>.yaml (`load_spec`) and the code the site module gives it."""
 
     site: str
     name: str                    # its name, and templates/<template>.html its layout
@@ -178,11 +169,11 @@ class SiteSpec:
     all_categories: str          # the search form's first category option
     all_selected: bool           # … marked selected when no category is chosen
     paths: Paths
-    listing: ListingParams
-    sorts: dict[str, str]        # sort key → label
     words: Words
-    pages: type                  # the site's templates: pages(front) renders each page
-    per_page: int
+    query_param: str             # a listing's search words, category, sort and page
+    category_param: str
+    sort_param: str
+    page_param: str
     max_page: int
     max_id: int                  # the largest id a form may name (a path's ids are below it)
     query_limit: int
@@ -190,15 +181,28 @@ class SiteSpec:
     query_on_departments: bool   # a category's page reads the search words too
     product_field: str           # the form field naming a product
     variant_param: str
+    asked_anchor: str            # where the page goes after a question is sent
+    list_param: str              # the form field naming a list ("" → the only one)
+    remove_checks_product: bool  # /cart/remove refuses a product or variant the site has not
+    # from the site's module
+    pages: type                  # the site's templates: pages(front) renders each page
+    per_page: int
+    sorts: dict[str, str]        # sort key → label
+    filters: tuple[FilterParam, ...]
     question: Field              # the ask form's text
     subjects: tuple[str, ...]    # the ask form's subjects (none when empty)
-    asked_anchor: str            # where the page goes after a question is sent
     lists: tuple[str, ...]       # the visitor's lists (the first when the form names none)
-    list_param: str              # the form field naming a list ("" → the only one)
     checkout_fields: tuple[Field, ...]
     checkout_flags: tuple[str, ...] = ()   # checkboxes of the checkout form
-    remove_checks_product: bool = False    # /cart/remove refuses a product or variant the site has not
     resources: dict = field(default_factory=dict)   # role → a resource class of the site's own
+
+
+def load_spec(site: str, **code) -> SiteSpec:
+    """The spec of `site`: origins/sites/<site>.yaml with what its module gives in `code`."""
+    data = yaml.safe_load(resources.files(__package__).joinpath(f"sites/{site}.yaml").read_text("utf-8"))
+    paths = {**data.pop("paths")}
+    paths["product_actions"] = tuple(paths.get("product_actions", Paths.product_actions))
+    return SiteSpec(site=site, paths=Paths(**paths), words=Words(**data.pop("words")), **data, **code)
 
 
 @dataclass(frozen=True)
@@ -213,6 +217,20 @@ class Line:
     @property
     def unit_cents(self) -> int:
         return self.product.price_cents + (self.variant.price_delta_cents if self.variant else 0)
+
+    @property
+    def subtotal_cents(self) -> int:
+        return self.unit_cents * self.qty
+
+
+def total_cents(lines: list[Line]) -> int:
+    return sum(line.subtotal_cents for line in lines)
+
+
+def sponsored_marks(sponsored: bool, badge: str) -> tuple[str, str]:
+    """The attribute marking a sponsored product's tile or row and its link (docs/ORIGINS.md), and
+    its visible `badge`; nothing for a product that is not an ad."""
+    return (' data-sponsored="1"', badge) if sponsored else ("", "")
 
 
 def see_other(resp, location: str) -> None:
@@ -273,21 +291,22 @@ class Storefront:
 
     def listing(self, req, path: str, category: str | None = None) -> Listing:
         """The listing the query string asks for on `path`; 400 for anything it cannot be."""
-        spec, params, words = self.spec, self.spec.listing, self.spec.words
-        reads_query = spec.query_on_departments or path == params.search_path
-        query = req.get_param(params.query, default="") if reads_query else ""
+        spec, words = self.spec, self.spec.words
+        reads_query = spec.query_on_departments or path == spec.paths.search
+        query = req.get_param(spec.query_param, default="") if reads_query else ""
         if (len(query.encode()) if spec.query_in_bytes else len(query)) > spec.query_limit:
             raise falcon.HTTPBadRequest(description=words.long_query)
-        if path == params.search_path:
-            category = req.get_param(params.category) or None
+        if path == spec.paths.search:
+            category = req.get_param(spec.category_param) or None
             if category is not None and self.catalog.category(self.site, category) is None:
                 raise falcon.HTTPBadRequest(description=words.bad_category.format(slug=category))
-        filters = tuple((f.name, self.filter_values(req, f)) for f in params.filters)
-        sort = req.get_param(params.sort) or "relevance"
+        filters = tuple((f.name, self.filter_values(req, f)) for f in spec.filters)
+        sort = req.get_param(spec.sort_param) or "relevance"
         if sort not in spec.sorts:
             raise falcon.HTTPBadRequest(description=words.bad_sort.format(choices=", ".join(spec.sorts)))
-        page = whole_number({params.page: req.get_param(params.page)}, params.page, 1, spec.max_page, default=1)
-        return Listing(params, path, query, category, filters, sort, page)
+        name = spec.page_param
+        page = whole_number({name: req.get_param(name)}, name, 1, spec.max_page, default=1)
+        return Listing(spec, path, query, category, filters, sort, page)
 
     def filter_values(self, req, param: FilterParam) -> tuple[str, ...]:
         values = tuple(dict.fromkeys(v for v in req.get_param_as_list(param.name, default=[])
@@ -308,8 +327,15 @@ class Storefront:
                                      listing.page, self.spec.per_page)
         if listing.page > result.pages:
             raise falcon.HTTPBadRequest(
-                description=f"{self.spec.listing.page} must be a whole number from 1 to {result.pages}.")
+                description=f"{self.spec.page_param} must be a whole number from 1 to {result.pages}.")
         return result
+
+
+class Templates:
+    """A site's pages, each rendered into its layout (a site's `pages` class is one)."""
+
+    def __init__(self, front: Storefront):
+        self.front, self.catalog, self.layout = front, front.catalog, front.layout
 
 
 class Resource:
@@ -326,7 +352,7 @@ class Browse(Resource):
         self.pages.home(req, resp)
 
     def on_get(self, req, resp):
-        listing = self.front.listing(req, self.front.spec.listing.search_path)
+        listing = self.front.listing(req, self.front.spec.paths.search)
         self.pages.search(req, resp, listing, self.front.search(listing))
 
     def on_get_department(self, req, resp, category):
@@ -458,7 +484,7 @@ def create_app(spec: SiteSpec, catalog: Catalog) -> falcon.App:
     for path, role, suffix in routes:
         app.add_route(path, made[role], suffix=suffix)
     app.add_route(p.suggest, Suggest(catalog, spec.site,
-                                     lambda text: f"{p.search}?{urlencode({spec.listing.query: text})}"))
+                                     lambda text: f"{p.search}?{urlencode({spec.query_param: text})}"))
     app.add_route("/_log", EventLog())
     app.add_route("/_static/site.js", SiteScript())
     app.add_error_handler(falcon.HTTPError, front.layout.error_handler())
