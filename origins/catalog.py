@@ -96,6 +96,8 @@ class Product:
 
 @dataclass(frozen=True)
 class Category:
+    """A department of one site, with how many products it holds."""
+
     slug: str
     label: str
     count: int
@@ -115,6 +117,8 @@ class Section:
 
 @dataclass(frozen=True)
 class Variant:
+    """One version of a product ("Color: Red") and what it adds to the price."""
+
     name: str
     value: str
     price_delta_cents: int

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .catalog import Catalog
+from .catalog import Facet
 from .catalog import build_catalog
 from .grammar import Grammar
 from .grammar import load_grammars
@@ -38,13 +39,6 @@ class ProductFacts:
 
 
 @dataclass(frozen=True)
-class FacetFacts:
-    label: str
-    kind: str                   # feature, need, brand, condition, price, rating
-    concept: str | None         # the scenario concept it is, if any
-
-
-@dataclass(frozen=True)
 class SectionFacts:
     title: str
     kind: str                   # theme, department, deals
@@ -60,7 +54,7 @@ class SiteProfile:
     host: str
     grammar: Grammar
     categories: dict[str, str]  # slug → label
-    facets: dict[str, FacetFacts]
+    facets: dict[str, Facet]     # the catalog's own record
     sections: dict[str, SectionFacts]
     products: dict[int, ProductFacts]
 
@@ -112,7 +106,7 @@ def _profile(host: str, site: dict) -> SiteProfile:
         host=host,
         grammar=Grammar(**urls),
         categories=dict(site["categories"]),
-        facets={slug: FacetFacts(**f) for slug, f in site["facets"].items()},
+        facets={slug: Facet(slug, **f) for slug, f in site["facets"].items()},
         sections={slug: SectionFacts(**{**s, "products": tuple(s["products"])})
                   for slug, s in site["sections"].items()},
         products={int(pid): ProductFacts(id=int(pid), **{**p, "features": tuple(p["features"]),

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import spillage.scenarios
+from spillage.origins.catalog import Facet
 from spillage.origins.catalog import load_benchmark
 from spillage.origins.catalog import with_benchmark
 from spillage.origins.knowledge import GRAMMARS, knowledge_json, profiles, site_profiles
@@ -84,8 +85,8 @@ def test_profiles_hold_both_sites_catalog_facts(sites):
     shop, bazaar = sites["shop.test"], sites["bazaar.test"]
     assert (shop.host, bazaar.host) == ("shop.test", "bazaar.test")
     assert shop.categories["kettles"] == "Kettles"
-    assert shop.facets["kosher-kitchen"] == type(shop.facets["kosher-kitchen"])(
-        "Kosher kitchen (Sabbath mode)", "need", "kosher-kitchen")
+    assert shop.facets["kosher-kitchen"] == Facet("kosher-kitchen", "Kosher kitchen (Sabbath mode)", "need",
+                                                  "kosher-kitchen")
     assert (bazaar.facets["used"].kind, bazaar.facets["used"].concept) == ("condition", "used")
     assert all(f.concept is None for f in shop.facets.values() if f.kind in ("price", "rating"))
     assert not set(shop.products) & set(bazaar.products)
