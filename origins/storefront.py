@@ -7,7 +7,8 @@ config: one resource per concern, whose related routes are served by suffixed re
 templates); the resources here are the flow both sites share: reading a listing, finding a product
 and its variant, the cart, the saved lists, asking the seller, checking out.
 
-Every request's parameters are checked in one order: search words, category, filters, sort, page.
+Both sites check what a request says in one order: a listing's search words, category, filters,
+sort, page; a cart form's product, variant, quantity; a checkout's form before the visitor's cookie.
 """
 
 from dataclasses import dataclass

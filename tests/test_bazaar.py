@@ -437,6 +437,14 @@ def test_bad_search_parameters_are_400_pages(visitor, query):
     assert TRACKER_TAG in result.text and 'data-section="error"' in result.text
 
 
+def test_a_refused_checkout_form_gives_no_visitor_cookie(app):
+    """The storefront reads a checkout's form before it gives a visitor a cookie, on both sites
+    (bazaar.test gave the cookie first until it became one storefront with shop.test)."""
+    fresh = falcon.testing.TestClient(app).simulate_post(
+        "/checkout", body="{}", headers={"Host": SITE, "Content-Type": "application/json"})
+    assert fresh.status_code == 415 and "visitor" not in fresh.cookies
+
+
 def test_bad_variant_is_400(visitor, catalog):
     p = catalog.products(SITE)[0]
     for var in ("9", "x", "-1", "1.0"):

@@ -536,6 +536,24 @@ def test_bad_parameters_are_400_pages(browser, kettle, path, params, message):
     assert TRACKER_TAG in result.text
 
 
+def test_a_listing_with_several_bad_parameters_names_the_first_in_the_storefront_order(browser):
+    """Both sites check search words, category, filters, sort and page in that order (origins/storefront.py);
+    shop.test checked the sort before the filters until it became one storefront with bazaar.test."""
+    for params, message in [({"i": "garden", "k": "x" * 8193}, "limited to 8,192"),
+                            ({"sort": "cheapest", "f": "no-such-filter"}, "There is no filter 'no-such-filter'"),
+                            ({"i": "garden", "sort": "cheapest"}, "i must be one of"),
+                            ({"sort": "cheapest", "page": "0"}, "sort must be one of")]:
+        result = browser.get("/s", **params)
+        assert result.status_code == 400 and message in error_text(result), params
+
+
+def test_a_cart_form_with_several_bad_fields_names_the_variant_before_the_quantity(browser, kettle):
+    """The storefront reads a cart form's product, variant, then quantity, on both sites (shop.test read
+    the quantity first until it became one storefront with bazaar.test)."""
+    refused = browser.post("/cart/add", {"product_id": kettle.id, "qty": "0", "variant": "99"})
+    assert refused.status_code == 400 and "variant must be a whole number" in error_text(refused)
+
+
 @pytest.mark.parametrize("method, path", [("POST", "/"), ("GET", "/cart/add"), ("GET", "/p/10001/ask"),
                                           ("DELETE", "/cart"), ("GET", "/_log")])
 def test_wrong_methods_are_405_pages(browser, method, path):
