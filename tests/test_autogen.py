@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from spillage.runner import autogen_venv
-from spillage.runner.autogen_actions import UnsupportedAction
-from spillage.runner.autogen_actions import View
-from spillage.runner.autogen_actions import next_call
-from spillage.runner.autogen_actions import page_state
-from spillage.runner.autogen_agent import task_text
+from spillage.agents.autogen_actions import UnsupportedAction
+from spillage.agents.autogen_actions import View
+from spillage.agents.autogen_actions import next_call
+from spillage.agents.autogen_actions import page_state
+from spillage.agents.autogen_agent import task_text
 from spillage.runner.cli import main as spillage_main
-from spillage.runner.policies import POLICIES
+from spillage.agents.policies import POLICIES
 from spillage.scenarios.loader import resolve_scenario
 
 
@@ -214,8 +214,8 @@ def test_a_bad_model_spec_fails_before_any_venv_is_made(monkeypatch, tmp_path, c
 AUTOGEN_CHECK = """
 import json, os
 from autogen_ext.agents.web_surfer import MultimodalWebSurfer
-from spillage.runner.autogen_agent import model_client
-from spillage.runner.model_spec import parse_model
+from spillage.agents.autogen_agent import model_client
+from spillage.agents.model_spec import parse_model
 from spillage.scenarios.loader import resolve_scenario
 scenario = resolve_scenario("shop-kettle-chat", None)
 scripted = model_client(parse_model("scripted:minimal"), scenario, None)
@@ -241,9 +241,9 @@ def test_models_tell_the_surfer_they_call_tools_on_text(tmp_path):
 
 PACING_CHECK = """
 import asyncio, json, time
-from spillage.runner.autogen_agent import model_client, surfer_class
-from spillage.runner.autogen_scripted import ScriptedPlaywrightController
-from spillage.runner.model_spec import parse_model
+from spillage.agents.autogen_agent import model_client, surfer_class
+from spillage.agents.autogen_scripted import ScriptedPlaywrightController
+from spillage.agents.model_spec import parse_model
 from spillage.scenarios.loader import resolve_scenario
 
 class Request:
