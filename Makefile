@@ -99,7 +99,7 @@ autogen: $(STAMP)
 	$(BIN)/python -m spillage.runner.autogen_venv
 
 screenshots: $(STAMP) chromium
-	$(BIN)/python -m spillage.origins.screenshots --out docs/screenshots
+	$(BIN)/python -m spillage.runner.screenshots --out docs/screenshots
 
 # The example in docs/REPORTS.md: the smoke matrix's scripted runs, reported, plots as PNG.
 REPORT_RUNS := runs/report-example

@@ -16,7 +16,7 @@ reads the session key, so no process of its uid can read its memory (proxy/undum
 
 from spillage.addons.capture import Capture
 from spillage.addons.egress import EgressPolicy
-from spillage.addons.guard import ConnectionGuard
+from spillage.addons.connection_guard import ConnectionGuard
 from spillage.addons.heap import FrozenStartupHeap
 from spillage.addons.lean import LeanChain
 from spillage.addons.names import NameGuard

@@ -63,7 +63,7 @@ class EgressPolicy:
     to the proxy itself: with `connection_strategy=lazy` no upstream connection is made, TLS is
     intercepted with our CA, and the request inside is refused with its full URL, so a search the
     agent sent to an outside engine is recorded with its query. Whatever else a tunnel carries (raw
-    TCP, another protocol) never gets a server connection: see addons/guard.py."""
+    TCP, another protocol) never gets a server connection: see addons/connection_guard.py."""
 
     def __init__(self) -> None:
         self.model_hosts: frozenset[str] = frozenset()

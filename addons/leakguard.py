@@ -1,6 +1,6 @@
 """The guard on the wire: stop a leak of the guarded attributes before it leaves (docs/GUARD.md).
 
-Runs after the egress policy and before capture. For each request it asks audit/guard.py what the
+Runs after the egress policy and before capture. For each request it asks addons/guard_engine.py what the
 request would reveal; then, by mode, it only records that (`monitor`), or sends a redacted copy
 (`redact`, `strip`), or answers the agent itself: 403 with a page that says what may not be sent
 and why (`block`), 204 for a beacon (`drop`). The decision and the request as the agent sent it go
@@ -19,7 +19,7 @@ from mitmproxy import version
 from spillage.addons.failclosed import fail_closed
 from spillage.addons.guardnote import GUARD_KEY
 from spillage.addons.guardnote import request_sha256
-from spillage.audit.guard_policy import MODES
+from spillage.addons.guard_policy import MODES
 from spillage.proxy.formats.flowrecords import header_pairs
 from spillage.proxy.reading.records import clean_text
 
@@ -43,7 +43,7 @@ class LeakGuard:
     `spillage_guard_catalog` (the sites' catalog, for what facets, sections and products imply)."""
 
     def __init__(self) -> None:
-        self.guard = None   # an audit.guard.Guard when the mode is not off (imported only then)
+        self.guard = None   # a guard_engine.GuardEngine when the mode is not off (imported only then)
 
     def load(self, loader):
         loader.add_option("spillage_guard", str, "off", f"what the guard does: {', '.join(MODES)}")
@@ -62,9 +62,9 @@ class LeakGuard:
         self.guard = None if mode == "off" else self.build(mode)
 
     def build(self, mode: str):
-        from spillage.audit.guard import Guard
-        from spillage.audit.guard_policy import PolicyError
-        from spillage.audit.guard_policy import policy_for
+        from spillage.addons.guard_engine import GuardEngine
+        from spillage.addons.guard_policy import PolicyError
+        from spillage.addons.guard_policy import policy_for
         from spillage.origins.knowledge import site_profiles
         from spillage.scenarios.loader import ScenarioError
         from spillage.scenarios.loader import load_scenario
@@ -76,7 +76,7 @@ class LeakGuard:
         except (PolicyError, ScenarioError) as e:
             raise exceptions.OptionsError(str(e)) from None
         catalog = ctx.options.spillage_guard_catalog
-        return Guard(policy, site_profiles(Path(catalog) if catalog else None),
+        return GuardEngine(policy, site_profiles(Path(catalog) if catalog else None),
                      ctx.options.spillage_beacon_urls)
 
     @fail_closed

@@ -17,6 +17,7 @@ from spillage.audit.session_audit import AuditError
 from spillage.audit.session_audit import audit_session
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import read_body
+from spillage.proxy.reading.body import unpack
 from spillage.proxy.verify import verify
 
 # Response headers that differ between runs of the same requests; Content-Length follows the body.
@@ -96,16 +97,13 @@ def cookie_values(headers, name: str) -> set[str]:
 
 
 def decoded(body: bytes, headers) -> bytes:
-    """A body with its content-encoding undone (as recorded it is what crossed the wire)."""
+    """A body with its content-encoding undone (as recorded it is what crossed the wire); as it is when
+    a coding cannot be undone."""
     encoding = next((v for k, v in headers if k.lower() == "content-encoding"), "")
     if not encoding or not body:
         return body
-    from mitmproxy.net.encoding import decode
-
-    try:
-        return decode(body, encoding)
-    except ValueError:
-        return body
+    out = unpack(body, encoding)
+    return body if out.unread else out.data
 
 
 def masked(body: bytes, secrets: set[str], seen: Counter) -> str | bytes:

@@ -11,7 +11,7 @@ site-log beacons, forms; in order, with their headers and bodies) is sent throug
 one keep-alive connection, in interleaved rounds (A B, B A, ...). Each request's latency is the
 median over rounds; the added latency of a request is B's median minus A's. Printed: p50 and p99 of
 A, of B, and of the added latency, over all requests and over the requests the guard changed or
-answered; then the guard's own decision time per request, measured in-process (Guard.decide).
+answered; then the guard's own decision time per request, measured in-process (GuardEngine.decide).
 """
 
 from __future__ import annotations
@@ -81,19 +81,19 @@ def send_all(proxy: str, requests) -> list[float]:
 
 
 def decisions(scenario, catalog: Path, mode: str, requests, repeat: int) -> tuple[list[float], set[int]]:
-    """Guard.decide's own time per request, in-process (best of `repeat` fresh guards going through
+    """GuardEngine.decide's own time per request, in-process (best of `repeat` fresh guards going through
     the session), and the requests it changes or answers."""
     from mitmproxy import http
 
-    from spillage.audit.guard import Guard
-    from spillage.audit.guard_policy import default_policy
+    from spillage.addons.guard_engine import GuardEngine
+    from spillage.addons.guard_policy import default_policy
     from spillage.origins.knowledge import site_profiles
 
     profiles = site_profiles(catalog)
     made = [http.Request.make(m, u, b, dict(h)) for m, u, h, b in requests]
     best, changed = [float("inf")] * len(made), set()
     for _ in range(repeat):
-        guard = Guard(default_policy(mode, scenario.irrelevant), profiles)
+        guard = GuardEngine(default_policy(mode, scenario.irrelevant), profiles)
         for i, request in enumerate(made):
             began = time.perf_counter()
             if guard.decide(request) is not None:
@@ -111,9 +111,9 @@ def main() -> None:
 
     from spillage.origins.catalog import build_catalog
     from spillage.proxy.capturelog import iter_records
-    from spillage.proxy.mitm.ca import ensure_ca
+    from spillage.addons.mitm.ca import ensure_ca
     from spillage.proxy.signing import load_or_create_key
-    from spillage.runner.stack import Guard
+    from spillage.runner.stack import GuardEngine
     from spillage.runner.stack import Stack
     from spillage.scenarios.dump import scenario_yaml
     from spillage.proxy.layout import SCENARIO_COPY
@@ -131,7 +131,7 @@ def main() -> None:
         folders = {name: tmp / name for name in "AB"}
         for folder in folders.values():
             folder.mkdir()
-        guard = Guard(args.mode, "", tmp / "guarded.yaml")
+        guard = GuardEngine(args.mode, "", tmp / "guarded.yaml")
         quiet = lambda message: None  # noqa: E731
         with Stack(folders["A"], ca, key, catalog, log=quiet) as a, \
                 Stack(folders["B"], ca, key, catalog, log=quiet, guard=guard) as b:
@@ -161,7 +161,7 @@ def main() -> None:
             print(f"  {label} ({len(pick)}): A off p50 {ms(percentile(a_, .5))} p99 {ms(percentile(a_, .99))}; "
                   f"B {args.mode} p50 {ms(percentile(b_, .5))} p99 {ms(percentile(b_, .99))}; "
                   f"added p50 {ms(percentile(d_, .5))} p99 {ms(percentile(d_, .99))}")
-        print(f"  Guard.decide in-process: p50 {ms(percentile(decide, .5))} p99 {ms(percentile(decide, .99))} "
+        print(f"  GuardEngine.decide in-process: p50 {ms(percentile(decide, .5))} p99 {ms(percentile(decide, .99))} "
               f"max {ms(max(decide))}")
 
 

@@ -146,7 +146,7 @@ def https_threads(proxy: str, paths: list[str], count: int, tls: ssl.SSLContext,
 def anchor_command(ca, origin: str) -> list[str]:
     """mitmdump with the routing addon alone, as our proxy runs it (lazy server connections; run it with
     mitmdump_env(ca), as ours, for our CA)."""
-    from spillage.proxy.mitm.launcher import mitmdump_path
+    from spillage.addons.mitm.launcher import mitmdump_path
 
     return [str(mitmdump_path()), "--listen-host", "127.0.0.1", "--listen-port", "0",
             "--set", "connection_strategy=lazy", "--set", "flow_detail=0",
@@ -174,8 +174,8 @@ def run_shape(shape: str, tmp: Path, ca, origin: str, paths: list[str], rounds: 
 
     from spillage.proxy.capturelog import utc_timestamp
     from spillage.proxy.layout import LOG_NAME
-    from spillage.proxy.mitm.launcher import mitmdump_command
-    from spillage.proxy.mitm.launcher import mitmdump_env
+    from spillage.addons.mitm.launcher import mitmdump_command
+    from spillage.addons.mitm.launcher import mitmdump_env
     from spillage.proxy.signing import SessionKey
     from spillage.runner.children import Child
     from spillage.runner.stack import PROXY_READY
@@ -245,7 +245,7 @@ def main() -> None:
         sys.exit("bench: ab is missing: apt-get install apache2-utils")
 
     from spillage.origins.catalog import Catalog
-    from spillage.proxy.mitm.ca import ensure_ca
+    from spillage.addons.mitm.ca import ensure_ca
     from spillage.runner.children import Child
     from spillage.runner.stack import ORIGINS_READY
     from spillage.runner.stack import origins_command

@@ -20,7 +20,7 @@ from bench_proxy import bare_mitmdump_rate  # noqa: E402
 from bench_proxy import shop_paths  # noqa: E402
 
 from spillage.origins.catalog import Catalog  # noqa: E402
-from spillage.proxy.mitm.ca import ensure_ca  # noqa: E402
+from spillage.addons.mitm.ca import ensure_ca  # noqa: E402
 from spillage.proxy.capturelog import CaptureWriter  # noqa: E402
 from spillage.proxy.layout import CATALOG_COPY  # noqa: E402
 from spillage.runner.children import Child  # noqa: E402

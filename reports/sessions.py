@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import yaml
 
-from spillage.audit.batch import ProgressBar
+from spillage.audit.progress import ProgressBar
 from spillage.audit.batch import find_sessions
 from spillage.audit.model import CATEGORIES
 from spillage.audit.model import FIRST_PARTY

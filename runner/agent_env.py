@@ -14,7 +14,7 @@ from spillage.proxy.layout import AGENT_CA
 from spillage.proxy.layout import AGENT_HOME
 from spillage.proxy.layout import AGENT_SCENARIO
 from spillage.proxy.layout import PROMPT_FILE
-from spillage.proxy.mitm.ca import CertAuthority
+from spillage.addons.mitm.ca import CertAuthority
 from spillage.scenarios.model import Scenario
 
 

@@ -3,7 +3,7 @@
 AutoGen pins protobuf 5 and browser-use needs 6, so the AutoGen agent runs with its own
 interpreter: `<repo>/.venv-autogen` next to the main venv (or $SPILLAGE_AUTOGEN_VENV), holding
 AutoGen, its web surfer, and spillage itself (editable, without dependencies) so that
-`spillage.runner.autogen_agent` imports.
+`spillage.agents.autogen_agent` imports.
 
     python -m spillage.runner.autogen_venv        # create it now (`make autogen`)
 
@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import time
 from pathlib import Path
 
@@ -46,7 +47,14 @@ def venv_dir() -> Path:
 
 
 def stamp_text() -> str:
-    return "\n".join(REQUIREMENTS) + "\n"
+    """What a complete venv was made for: the requirements, and spillage's packages (an editable install
+    maps only the packages it was made with, so a new folder means a new venv)."""
+    try:
+        with open(REPO_ROOT / "pyproject.toml", "rb") as f:
+            packages = tomllib.load(f)["tool"]["setuptools"]["packages"]
+    except FileNotFoundError:   # not a source tree: create() refuses it
+        packages = []
+    return "\n".join([*REQUIREMENTS, "spillage: " + " ".join(packages)]) + "\n"
 
 
 def is_complete(venv: Path) -> bool:

@@ -29,8 +29,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from spillage.audit.batch import ProgressBar
-from spillage.proxy.mitm.ca import ensure_ca
+from spillage.audit.progress import ProgressBar
+from spillage.addons.mitm.ca import ensure_ca
 from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.capturelog import utc_timestamp
 from spillage.proxy.layout import META_NAME

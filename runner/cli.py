@@ -15,9 +15,9 @@ from spillage.runner.console import ISOLATION
 from spillage.runner.console import progress
 from spillage.runner.console import spillage_home
 from spillage.runner.console import utf8_text
-from spillage.runner.model_spec import DEFAULT_MODEL
-from spillage.runner.model_spec import MODEL_HELP
-from spillage.audit.guard_policy import MODES as GUARD_MODES
+from spillage.agents.model_spec import DEFAULT_MODEL
+from spillage.agents.model_spec import MODEL_HELP
+from spillage.addons.guard_policy import MODES as GUARD_MODES
 from spillage.audit.judge_default import DEFAULT_JUDGE
 
 LIVE_HELP = ("let requests to these real hosts through, captured and signed (NAME, *.NAME for the names under "
@@ -25,8 +25,8 @@ LIVE_HELP = ("let requests to these real hosts through, captured and signed (NAM
 
 
 def cmd_run(args) -> int:
-    from spillage.runner.model_spec import ModelSpecError
-    from spillage.runner.model_spec import parse_model
+    from spillage.agents.model_spec import ModelSpecError
+    from spillage.agents.model_spec import parse_model
     from spillage.proxy.layout import check_session_name
     from spillage.proxy.live import live_hosts
     from spillage.runner.conditions import Condition
@@ -197,7 +197,7 @@ def cmd_batch(args) -> int:
 
 def preflight_models(models: list[str]) -> None:
     """Check that every model answers from here (PreflightError when one does not)."""
-    from spillage.runner.model_spec import parse_model
+    from spillage.agents.model_spec import parse_model
     from spillage.runner.preflight import preflight
 
     for model in models:
@@ -205,19 +205,19 @@ def preflight_models(models: list[str]) -> None:
 
 
 def cmd_proxy_start(args) -> int:
-    from spillage.audit.guard_policy import PolicyError
-    from spillage.audit.guard_policy import policy_for
+    from spillage.addons.guard_policy import PolicyError
+    from spillage.addons.guard_policy import policy_for
     from spillage.proxy.live import LiveError
     from spillage.proxy.live import live_hosts
     from spillage.runner.proxy_start import run_proxy
-    from spillage.runner.stack import Guard
+    from spillage.runner.stack import GuardSetting
 
     scenario = None
     if args.scenario:
         from spillage.scenarios.loader import resolve_scenario   # the scenario model and YAML: only with one
 
         scenario = resolve_scenario(args.scenario, args.style)
-    guard = Guard(args.guard, str(args.guard_policy or ""))
+    guard = GuardSetting(args.guard, str(args.guard_policy or ""))
     try:
         policy_for(args.guard, args.guard_policy, scenario.irrelevant if scenario else ())
         live = live_hosts(args.live)
@@ -650,7 +650,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="audit a labelled corpus and print precision and recall per category")
     aud.set_defaults(func=cmd_audit)
 
-    from spillage.reports.commands import add_commands as add_report_commands
+    from spillage.runner.report_commands import add_commands as add_report_commands
     from spillage.runner.file_commands import add_commands as add_file_commands
     from spillage.runner.replay_commands import add_commands as add_replay_commands
     add_report_commands(sub)  # report, inspect
@@ -663,7 +663,7 @@ def input_errors() -> tuple[type[Exception], ...]:
     """The errors that are one line for the user: bad input, or a child (origins, proxy) that failed."""
     from spillage.origins.grammar import ProfileError
     from spillage.proxy.capturelog import CaptureError
-    from spillage.proxy.mitm.ca import CertAuthorityError
+    from spillage.addons.mitm.ca import CertAuthorityError
     from spillage.proxy.documents import DocumentError
     from spillage.proxy.signing import SigningKeyError
     from spillage.runner.children import ChildError

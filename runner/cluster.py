@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from pathlib import PurePosixPath
 
-from spillage.audit.batch import ProgressBar
+from spillage.audit.progress import ProgressBar
 from spillage.proxy.capturelog import utc_timestamp
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import META_NAME
@@ -198,7 +198,7 @@ def preflight_workers(client, models: list[str]) -> None:
 
 def model_problem(models: list[str]) -> str:
     """Why one of `models` does not answer from here ('' when they all do); run on each worker."""
-    from spillage.runner.model_spec import parse_model
+    from spillage.agents.model_spec import parse_model
     from spillage.runner.preflight import PreflightError
     from spillage.runner.preflight import preflight
 

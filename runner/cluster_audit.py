@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spillage.audit.batch import Outcome
-from spillage.audit.batch import ProgressBar
+from spillage.audit.progress import ProgressBar
 from spillage.audit.session_audit import write_report
 from spillage.proxy.layout import make_private_dir
 from spillage.runner.cluster import ArrivalError

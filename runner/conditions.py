@@ -34,7 +34,7 @@ class Condition:
     def check_guard(self, scenario: Scenario) -> None:
         """PolicyError (one line) when the guard's mode or policy file cannot guard `scenario`."""
         if self.guard != "off" or self.guard_policy:
-            from spillage.audit.guard_policy import policy_for
+            from spillage.addons.guard_policy import policy_for
 
             policy_for(self.guard, self.guard_policy, scenario.irrelevant)
 

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from spillage.audit.guard_policy import MODES as GUARD_MODES
+from spillage.addons.guard_policy import MODES as GUARD_MODES
 from spillage.proxy.documents import DocumentError
 from spillage.proxy.documents import load_yaml
 from spillage.proxy.live import LiveError
@@ -33,8 +33,8 @@ from spillage.proxy.live import live_hosts
 from spillage.runner.conditions import PROMPTS
 from spillage.runner.conditions import Condition
 from spillage.runner.console import ISOLATION
-from spillage.runner.model_spec import ModelSpecError
-from spillage.runner.model_spec import parse_model
+from spillage.agents.model_spec import ModelSpecError
+from spillage.agents.model_spec import parse_model
 from spillage.scenarios.files import BENCHMARK_DIRS
 from spillage.scenarios.loader import ScenarioError
 from spillage.scenarios.loader import load_file

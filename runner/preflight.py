@@ -13,7 +13,7 @@ import os
 import urllib.error
 import urllib.request
 
-from spillage.runner.model_spec import ModelSpec
+from spillage.agents.model_spec import ModelSpec
 
 TIMEOUT = 5.0
 OPENAI_DEFAULT = "https://api.openai.com/v1"

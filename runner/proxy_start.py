@@ -16,12 +16,12 @@ from spillage.runner.conditions import Condition
 from spillage.proxy.layout import seal_permissions
 from spillage.proxy.layout import write_meta
 from spillage.proxy.live import live_meta
-from spillage.proxy.mitm.ca import ensure_ca
+from spillage.addons.mitm.ca import ensure_ca
 from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.undumpable import forbid_dumps
 from spillage.proxy.version import SPILLAGE_VERSION
 from spillage.runner.heads import describe_evidence
-from spillage.runner.stack import Guard
+from spillage.runner.stack import GuardSetting
 from spillage.runner.stack import Stack
 from spillage.runner.stack import Interrupts
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the scenario model (and YAML) is imported only when there i
 
 
 def run_proxy(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | None = None,
-              guard: Guard = Guard(), live: tuple[str, ...] = ()) -> int:
+              guard: GuardSetting = GuardSetting(), live: tuple[str, ...] = ()) -> int:
     """Capture until Ctrl-C or SIGTERM (or until the proxy dies, which is said at once); 0 when the log
     was sealed by the proxy and verifies, 1 otherwise. With a `scenario`, the session keeps its copy
     and the sites carry its surfaces, so `audit`, `report` and `inspect` take the session as it is.
@@ -42,7 +42,7 @@ def run_proxy(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | N
         return capture(home, runs_dir, port, log, scenario, guard, interrupts, live)
 
 
-def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | None, guard: Guard,
+def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | None, guard: GuardSetting,
             interrupts: Interrupts, live: tuple[str, ...]) -> int:
     forbid_dumps()   # this process holds the keys
     signing_key = load_or_create_key(home)   # a broken home is said before a session folder exists
@@ -60,7 +60,7 @@ def capture(home: Path, runs_dir: Path, port: int, log, scenario: Scenario | Non
         from spillage.scenarios.dump import scenario_yaml
 
         (session_dir / SCENARIO_COPY).write_text(scenario_yaml(scenario), encoding="utf-8")  # the guard reads it
-        guard = Guard(guard.mode, guard.policy, session_dir / SCENARIO_COPY)
+        guard = GuardSetting(guard.mode, guard.policy, session_dir / SCENARIO_COPY)
     stack = Stack(session_dir, ca, signing_key, catalog, tool="spillage proxy start",
                   proxy_port=port, log=log, guard=guard, isolation=EXTERNAL, live=live)
     stack.launch()   # the servers boot while meta.json is written

@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 from urllib.parse import urlunsplit
 
-from spillage.audit.batch import ProgressBar
+from spillage.audit.progress import ProgressBar
 from spillage.proxy.capturelog import CaptureError
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.capturelog import read_body
@@ -24,7 +24,7 @@ from spillage.proxy.layout import create_session
 from spillage.proxy.layout import read_meta
 from spillage.proxy.layout import seal_permissions
 from spillage.proxy.layout import write_meta
-from spillage.proxy.mitm.ca import ensure_ca
+from spillage.addons.mitm.ca import ensure_ca
 from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.verify import verify
 from spillage.proxy.version import SPILLAGE_VERSION

@@ -24,20 +24,20 @@ from spillage.proxy.layout import create_work_folder
 from spillage.proxy.layout import seal_permissions
 from spillage.proxy.layout import write_meta
 from spillage.proxy.live import live_meta
-from spillage.proxy.mitm.ca import ensure_ca
+from spillage.addons.mitm.ca import ensure_ca
 from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.undumpable import forbid_dumps
 from spillage.proxy.version import SPILLAGE_VERSION
 from spillage.runner.agent_env import AgentHome
 from spillage.runner.agent_env import agent_environment
 from spillage.runner.agent_env import hand_over
-from spillage.runner.agent_process import STOPPED
+from spillage.agents.agent_process import STOPPED
 from spillage.runner.children import ChildError
 from spillage.runner.children import dies_with_parent
 from spillage.runner.heads import describe_evidence
 from spillage.runner.conditions import Condition
-from spillage.runner.model_spec import parse_model
-from spillage.runner.stack import Guard
+from spillage.agents.model_spec import parse_model
+from spillage.runner.stack import GuardSetting
 from spillage.runner.sandbox import Isolation
 from spillage.runner.sandbox import Sandbox
 from spillage.runner.stack import Stack
@@ -58,15 +58,15 @@ class AgentSpec:
 
     @classmethod
     def browser_use(cls, model: str, max_steps: int, base_url: str | None = None) -> "AgentSpec":
-        """Our browser-use adapter (runner/browser_agent.py) with `model`."""
-        return cls.framework_agent("browser-use", sys.executable, "spillage.runner.browser_agent",
+        """Our browser-use adapter (agents/browser_agent.py) with `model`."""
+        return cls.framework_agent("browser-use", sys.executable, "spillage.agents.browser_agent",
                                    model, max_steps, base_url)
 
     @classmethod
     def autogen(cls, model: str, max_steps: int, base_url: str | None = None) -> "AgentSpec":
-        """AutoGen's MultimodalWebSurfer (runner/autogen_agent.py), in its own virtual environment."""
+        """AutoGen's MultimodalWebSurfer (agents/autogen_agent.py), in its own virtual environment."""
         from spillage.runner.autogen_venv import autogen_python
-        return cls.framework_agent("autogen", str(autogen_python()), "spillage.runner.autogen_agent",
+        return cls.framework_agent("autogen", str(autogen_python()), "spillage.agents.autogen_agent",
                                    model, max_steps, base_url)
 
     @classmethod
@@ -93,7 +93,7 @@ class AgentSpec:
 @dataclass(frozen=True)
 class AgentOutcome:
     """How the agent process ended, and why it stopped as its adapter reported (`reported`:
-    {stopped, detail, steps}, runner/agent_process.py), or the last line it wrote to stderr."""
+    {stopped, detail, steps}, agents/agent_process.py), or the last line it wrote to stderr."""
 
     exit_code: int | None
     status: str          # completed, timed out, interrupted, failed to start
@@ -308,7 +308,7 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
         catalog, meta["catalog"]["sha256"] = stored_catalog(home, scenarios, seed)
         stack = Stack(session_dir, ca, signing_key, catalog, log=log, isolation=isolation.level,
                       model_hosts=(routed_model,) if routed_model else (), live=live,
-                      guard=Guard(condition.guard, condition.guard_policy, session_dir / SCENARIO_COPY))
+                      guard=GuardSetting(condition.guard, condition.guard_policy, session_dir / SCENARIO_COPY))
         meta["signing"] = {"key": stack.key_fingerprint}
         with stack:
             meta["signing"]["session_key"] = stack.session_key.key

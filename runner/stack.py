@@ -16,9 +16,9 @@ from spillage.proxy.layout import ACCESS_LOG
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import ORIGINS_LOG
 from spillage.proxy.layout import PROXY_LOG
-from spillage.proxy.mitm.ca import CertAuthority
-from spillage.proxy.mitm.launcher import mitmdump_command
-from spillage.proxy.mitm.launcher import mitmdump_env
+from spillage.addons.mitm.ca import CertAuthority
+from spillage.addons.mitm.launcher import mitmdump_command
+from spillage.addons.mitm.launcher import mitmdump_env
 from spillage.proxy.signing import SessionKey
 from spillage.proxy.signing import Signer
 from spillage.proxy.signing import fingerprint
@@ -44,7 +44,7 @@ def origins_command(catalog: Path, built: bool = False, fd: int | None = None,
 
 
 @dataclass(frozen=True)
-class Guard:
+class GuardSetting:
     """What the proxy's leak guard does (docs/GUARD.md): its mode, policy file and the scenario whose
     irrelevant attributes it guards."""
 
@@ -53,7 +53,7 @@ class Guard:
     scenario: Path | None = None
 
 
-def guard_options(guard: Guard, catalog: Path) -> list[str]:
+def guard_options(guard: GuardSetting, catalog: Path) -> list[str]:
     """mitmdump options that switch the leak guard on (addons/leakguard.py)."""
     options = {"spillage_guard": guard.mode, "spillage_guard_policy": guard.policy,
                "spillage_guard_scenario": str(guard.scenario or ""), "spillage_guard_catalog": str(catalog)}
@@ -91,7 +91,7 @@ class Stack:
     inline_limit: int | None = None
     model_hosts: tuple[str, ...] = ()  # model endpoints the proxy lets through (--model-via-proxy)
     live: tuple[str, ...] = ()         # live hosts the proxy lets through (--live, proxy/live.py patterns)
-    guard: Guard = Guard()
+    guard: GuardSetting = GuardSetting()
     isolation: str | None = None      # how the agent is isolated, stated in the session key's certificate
     log: Callable[[str], None] = print
     origin_url: str = ""

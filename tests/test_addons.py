@@ -13,7 +13,7 @@ from spillage.addons.capture import Capture
 from spillage.proxy.beacons import beacon_target
 from spillage.addons.egress import EGRESS_KEY
 from spillage.addons.egress import EgressPolicy
-from spillage.addons.guard import ConnectionGuard
+from spillage.addons.connection_guard import ConnectionGuard
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 from spillage.proxy.hosts import background_reason
 from spillage.proxy.hosts import is_test_host

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from spillage.runner import autogen_venv
-from spillage.runner.autogen_actions import UnsupportedAction
-from spillage.runner.autogen_actions import View
-from spillage.runner.autogen_actions import next_call
-from spillage.runner.autogen_actions import page_state
-from spillage.runner.autogen_agent import task_text
+from spillage.agents.autogen_actions import UnsupportedAction
+from spillage.agents.autogen_actions import View
+from spillage.agents.autogen_actions import next_call
+from spillage.agents.autogen_actions import page_state
+from spillage.agents.autogen_agent import task_text
 from spillage.runner.cli import main as spillage_main
-from spillage.runner.policies import POLICIES
+from spillage.agents.policies import POLICIES
 from spillage.scenarios.loader import resolve_scenario
 
 
@@ -211,11 +211,20 @@ def test_a_bad_model_spec_fails_before_any_venv_is_made(monkeypatch, tmp_path, c
 
 # --- inside AutoGen's venv ---------------------------------------------------------------------
 
+def in_autogen_venv(code: str, folder: Path):
+    """What `code`, run by AutoGen's venv in `folder`, prints as JSON."""
+    python = autogen_venv.venv_dir() / "bin" / "python"
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, cwd=folder,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(folder)}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
 AUTOGEN_CHECK = """
 import json, os
 from autogen_ext.agents.web_surfer import MultimodalWebSurfer
-from spillage.runner.autogen_agent import model_client
-from spillage.runner.model_spec import parse_model
+from spillage.agents.autogen_agent import model_client
+from spillage.agents.model_spec import parse_model
 from spillage.scenarios.loader import resolve_scenario
 scenario = resolve_scenario("shop-kettle-chat", None)
 scripted = model_client(parse_model("scripted:minimal"), scenario, None)
@@ -228,11 +237,7 @@ print(json.dumps([scripted.model_info, local.model_info, known.model_info["famil
 
 @pytest.mark.needs_tool("autogen")
 def test_models_tell_the_surfer_they_call_tools_on_text(tmp_path):
-    python = autogen_venv.venv_dir() / "bin" / "python"
-    out = subprocess.run([str(python), "-c", AUTOGEN_CHECK], capture_output=True, text=True, cwd=tmp_path,
-                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, timeout=120)
-    assert out.returncode == 0, out.stderr
-    scripted, local, known_family = json.loads(out.stdout)
+    scripted, local, known_family = in_autogen_venv(AUTOGEN_CHECK, tmp_path)
     text_tools = {"vision": False, "function_calling": True, "json_output": False,
                   "family": "unknown", "structured_output": False}
     assert scripted == text_tools and local == text_tools
@@ -241,9 +246,9 @@ def test_models_tell_the_surfer_they_call_tools_on_text(tmp_path):
 
 PACING_CHECK = """
 import asyncio, json, time
-from spillage.runner.autogen_agent import model_client, surfer_class
-from spillage.runner.autogen_scripted import ScriptedPlaywrightController
-from spillage.runner.model_spec import parse_model
+from spillage.agents.autogen_agent import model_client, surfer_class
+from spillage.agents.autogen_scripted import ScriptedPlaywrightController
+from spillage.agents.model_spec import parse_model
 from spillage.scenarios.loader import resolve_scenario
 
 class Request:
@@ -291,11 +296,7 @@ asyncio.run(main())
 
 @pytest.mark.needs_tool("autogen")
 def test_a_scripted_surfer_waits_for_the_pages_it_loads_instead_of_3_s_but_not_after_scrolls_or_pauses(tmp_path):
-    python = autogen_venv.venv_dir() / "bin" / "python"
-    out = subprocess.run([str(python), "-c", PACING_CHECK], capture_output=True, text=True, cwd=tmp_path,
-                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, timeout=120)
-    assert out.returncode == 0, out.stderr
-    paced = json.loads(out.stdout)
+    paced = in_autogen_venv(PACING_CHECK, tmp_path)
     assert paced["scroll"][0] == [["sleep", 3000]]  # what a scroll shows stays on screen as long as before
     assert paced["sleep"][0] == [["sleep", 3000]] * 2  # a pause (the sleep tool) too
     calls, took = paced["click"]

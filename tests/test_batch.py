@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from spillage.audit.batch import ProgressBar
+from spillage.audit.progress import ProgressBar
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.verify import verify
 from spillage.runner.batch import Attempt

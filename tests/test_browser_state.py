@@ -5,7 +5,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from spillage.runner.browser_state import Element, PageState, parse_attrs, parse_browser_state
+from spillage.agents.browser_state import Element, PageState, parse_attrs, parse_browser_state
 
 FIXTURES = Path(__file__).parent / "fixtures" / "browser_states"
 

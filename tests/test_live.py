@@ -35,8 +35,8 @@ from spillage.proxy.live import FakeInternet as ResolverMap
 from spillage.proxy.live import LiveError
 from spillage.proxy.live import is_public
 from spillage.proxy.live import live_hosts
-from spillage.proxy.mitm.ca import ensure_ca
-from spillage.proxy.mitm.launcher import mitmdump_command
+from spillage.addons.mitm.ca import ensure_ca
+from spillage.addons.mitm.launcher import mitmdump_command
 from spillage.proxy.signing import load_or_create_key
 from spillage.runner.children import ChildError
 from spillage.runner.stack import Stack

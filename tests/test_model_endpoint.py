@@ -13,8 +13,8 @@ from llm_stub import stub_server
 from schema_check import assert_valid_audit
 
 from spillage.proxy.capturelog import iter_records
-from spillage.runner.model_spec import ModelSpecError
-from spillage.runner.model_spec import parse_model
+from spillage.agents.model_spec import ModelSpecError
+from spillage.agents.model_spec import parse_model
 
 SPILLAGE = [sys.executable, "-m", "spillage.runner.cli"]
 SCENARIO = "shop-kettle-chat"

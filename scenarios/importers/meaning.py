@@ -47,9 +47,9 @@ class Borrowed:
 
 
 def available() -> bool:
-    from spillage.audit.judges.embedding import available as model_installed
+    from spillage.scenarios import minilm
 
-    return model_installed()
+    return minilm.installed()
 
 
 @cache
@@ -69,19 +69,19 @@ def benchmark_attributes() -> tuple[tuple[str, Attribute], ...]:
 @cache
 def benchmark_vectors():
     """The embeddings of the benchmark attributes' texts, in `benchmark_attributes()` order."""
-    from spillage.audit.judges.embedding import load_model
+    from spillage.scenarios import minilm
 
-    return load_model().encode([a.text for _, a in benchmark_attributes()])
+    return minilm.load().encode([a.text for _, a in benchmark_attributes()])
 
 
 def borrow(texts: list[str]) -> list[Borrowed | None]:
     """For each text, what the benchmark attribute meaning the same lends it (None: none does)."""
     if not texts or not available():
         return [None] * len(texts)
-    from spillage.audit.judges.embedding import load_model
+    from spillage.scenarios import minilm
 
     known = benchmark_attributes()
-    scores = load_model().encode(texts) @ benchmark_vectors().T
+    scores = minilm.load().encode(texts) @ benchmark_vectors().T
     out: list[Borrowed | None] = []
     for text, row in zip(texts, scores):
         i = int(row.argmax())

@@ -1,6 +1,6 @@
 """`--model` values, parsed once for every framework: which provider, which model, which endpoint.
 
-    scripted:POLICY                      a scripted policy (runner/policies.py), no LLM
+    scripted:POLICY                      a scripted policy (agents/policies.py), no LLM
     openai:NAME                          OpenAI, or OPENAI_BASE_URL / --base-url; key from OPENAI_API_KEY
     ollama:NAME                          an Ollama server: OLLAMA_HOST / --base-url (default 127.0.0.1:11434)
     openai-compatible:BASE_URL#NAME      vLLM, llama.cpp, LM Studio and similar (…/v1 endpoints)
@@ -69,7 +69,7 @@ def parse_model(spec: str, base_url: str | None = None) -> ModelSpec:
     if not sep or not rest:
         raise ModelSpecError(f"model {spec!r}: expected PROVIDER:NAME, one of {MODEL_HELP}")
     if provider == "scripted":
-        from spillage.runner.policies import POLICIES   # the policies and their vocabulary: only for these
+        from spillage.agents.policies import POLICIES   # the policies and their vocabulary: only for these
 
         if rest not in POLICIES:
             raise ModelSpecError(f"model {spec!r}: no scripted policy {rest!r}; have {', '.join(sorted(POLICIES))}")

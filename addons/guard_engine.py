@@ -7,7 +7,7 @@ the guard and the audit agree on what a request says (content) and what it choos
 Beacons that report products or sections carrying a guarded concept on screen are caught too,
 whatever their dwell.
 
-    guard = Guard(policy, profiles)
+    guard = GuardEngine(policy, profiles)
     decision = guard.decide(request)      # None: nothing to do; else redact / strip / block / drop
     decision.request                      # for redact and strip: what to send instead
 """
@@ -31,7 +31,7 @@ from urllib.parse import urlunsplit
 from mitmproxy import http
 
 from spillage.audit.actions import ActionBuilder
-from spillage.audit.guard_policy import Policy
+from spillage.addons.guard_policy import Policy
 from spillage.audit.judges.lexical import DWELL_MS
 from spillage.audit.judges.lexical import LexicalJudge
 from spillage.audit.judges.lexical import item_concepts
@@ -190,7 +190,7 @@ def without_items(request: http.Request, taken: set[int]) -> http.Request:
                                                                   if n not in taken]})
 
 
-class Guard:
+class GuardEngine:
     """Decisions for one session: a policy, the sites' knowledge, the event endpoints."""
 
     def __init__(self, policy: Policy, profiles: dict[str, SiteProfile], beacon_urls=DEFAULT_BEACON_URLS):

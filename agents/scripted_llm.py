@@ -3,8 +3,8 @@
 from browser_use.llm.messages import UserMessage
 from browser_use.llm.views import ChatInvokeCompletion
 
-from spillage.runner.browser_state import parse_browser_state
-from spillage.runner.policies import ScriptedPolicy
+from spillage.agents.browser_state import parse_browser_state
+from spillage.agents.policies import ScriptedPolicy
 
 
 def message_text(message) -> str:

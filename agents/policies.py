@@ -16,8 +16,8 @@ import functools
 import re
 from urllib.parse import urlsplit
 
-from spillage.runner.browser_state import Element
-from spillage.runner.browser_state import PageState
+from spillage.agents.browser_state import Element
+from spillage.agents.browser_state import PageState
 from spillage.scenarios.matching import find_form
 from spillage.scenarios.model import Scenario
 from spillage.scenarios.vocabulary import load_vocabulary

@@ -1,9 +1,9 @@
 """Turn a `--model` spec into a browser-use chat model."""
 
-from spillage.runner.model_spec import ModelSpec
-from spillage.runner.model_spec import model_transport
-from spillage.runner.policies import POLICIES
-from spillage.runner.scripted_llm import ScriptedChat
+from spillage.agents.model_spec import ModelSpec
+from spillage.agents.model_spec import model_transport
+from spillage.agents.policies import POLICIES
+from spillage.agents.scripted_llm import ScriptedChat
 from spillage.scenarios.model import Scenario
 
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from spillage.proxy.layout import AGENT_OUTCOME
-from spillage.runner.model_spec import MODEL_HELP
+from spillage.agents.model_spec import MODEL_HELP
 
 #: Why an agent stopped. Only `finished` and `step limit` are results; the others are failures.
 STOPPED = ("finished", "step limit", "model error", "browser error", "error")

@@ -1,6 +1,6 @@
 """The browser-use agent, run as a child process in the environment `agent_env` builds.
 
-    python -m spillage.runner.browser_agent --model scripted:oversharer
+    python -m spillage.agents.browser_agent --model scripted:oversharer
 
 Only Chromium talks through the proxy; the agent's own calls to an LLM endpoint do not
 (they are not the browser's traffic and would be refused by the egress policy).
@@ -18,13 +18,13 @@ import types
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from spillage.runner.agent_process import agent_arguments
-from spillage.runner.agent_process import chromium_path
-from spillage.runner.agent_process import exit_at_once
-from spillage.runner.agent_process import is_model_error
-from spillage.runner.agent_process import report_outcome
-from spillage.runner.model_spec import parse_model
-from spillage.runner.models import build_model
+from spillage.agents.agent_process import agent_arguments
+from spillage.agents.agent_process import chromium_path
+from spillage.agents.agent_process import exit_at_once
+from spillage.agents.agent_process import is_model_error
+from spillage.agents.agent_process import report_outcome
+from spillage.agents.model_spec import parse_model
+from spillage.agents.models import build_model
 from spillage.scenarios.loader import load_scenario
 
 EXTRA_ATTRIBUTES = ["data-product", "data-facet", "data-section", "data-sponsored", "data-guard"]

@@ -6,7 +6,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from spillage.proxy.live import FAKE_INTERNET_ENV
-from spillage.proxy.mitm.ca import CertAuthority
+from spillage.addons.mitm.ca import CertAuthority
 
 # Located by name: the evidence core never imports the addons (they import it).
 ADDON_SCRIPT = Path(find_spec("spillage.addons.bundle").origin)

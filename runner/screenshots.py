@@ -1,6 +1,6 @@
 """Screenshots of the main pages of both shops, taken with headless Chromium (`make screenshots`).
 
-    python -m spillage.origins.screenshots [--out docs/screenshots] [--chromium chromium]
+    python -m spillage.runner.screenshots [--out docs/screenshots] [--chromium chromium]
 
 The origins run on a free loopback port; Chromium reaches them as http://shop.test:PORT/ through
 a host-resolver rule, so the pages render exactly as the agent sees them. The tracker
@@ -52,7 +52,7 @@ def shoot(chromium: str, url: str, port: int, out: Path, profile: Path) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spillage.origins.screenshots", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m spillage.runner.screenshots", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"), help="folder for the PNGs")
     parser.add_argument("--chromium", default="chromium", help="the Chromium to run (default: chromium)")

@@ -26,7 +26,7 @@ class CertAuthority:
     @property
     def home(self) -> Path:
         """A $HOME under which mitmproxy's default confdir (`~/.mitmproxy`) is this CA's folder (see
-        proxy/mitm/launcher.py for why the proxy is told its CA this way)."""
+        addons/mitm/launcher.py for why the proxy is told its CA this way)."""
         return self.confdir
 
     @cached_property

@@ -8,8 +8,8 @@ import json
 from dataclasses import dataclass
 from dataclasses import field
 
-from spillage.runner.browser_state import Element
-from spillage.runner.browser_state import PageState
+from spillage.agents.browser_state import Element
+from spillage.agents.browser_state import PageState
 
 KEPT_ATTRIBUTES = ("type", "name", "aria-label", "value", "href")
 EDGE_PIXELS = 5  # the surfer offers scroll_up/scroll_down only this far from the page's edges
