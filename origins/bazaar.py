@@ -21,9 +21,9 @@ from urllib.parse import urlencode
 
 import falcon
 
-from .catalog import SORTS
 from .catalog import Catalog
 from .catalog import Product
+from .catalog import SORTS
 from .catalog import SearchResult
 from .common import MAX_QTY
 from .common import esc
@@ -32,18 +32,18 @@ from .common import options
 from .common import read_form
 from .common import text_field
 from .common import visitor
-from .storefront import Field
-from .storefront import FilterParam
+from .site_spec import Field
+from .site_spec import FilterParam
+from .site_spec import load_spec
 from .storefront import Line
 from .storefront import Listing
 from .storefront import ProductPage
 from .storefront import Templates
 from .storefront import create_app
-from .storefront import load_spec
-from .storefront import sponsored_marks
-from .storefront import total_cents
 from .storefront import see_other
+from .storefront import sponsored_marks
 from .storefront import toggled
+from .storefront import total_cents
 
 SITE = "bazaar.test"
 PER_PAGE = 40

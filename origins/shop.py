@@ -16,16 +16,16 @@ from .catalog import Variant
 from .common import esc
 from .common import money
 from .common import page_param
-from .storefront import Field
-from .storefront import FilterParam
+from .site_spec import Field
+from .site_spec import FilterParam
+from .site_spec import load_spec
 from .storefront import Line
 from .storefront import Listing
 from .storefront import Templates
 from .storefront import create_app
-from .storefront import load_spec
 from .storefront import sponsored_marks
-from .storefront import total_cents
 from .storefront import toggled
+from .storefront import total_cents
 
 SITE = "shop.test"
 PER_PAGE = 24

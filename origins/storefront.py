@@ -2,9 +2,9 @@
 
 `create_app(spec, catalog)` builds a site's falcon app the way a Falcon app is built from its
 config: one resource per concern, whose related routes are served by suffixed responders
-(`Cart.on_get` for /cart, `Cart.on_post_add` for /cart/add). The spec says where (paths), with what
-(parameters, limits), in which words (messages) and how each page looks (`pages`, the site's
-templates); the resources here are the flow both sites share: reading a listing, finding a product
+(`Cart.on_get` for /cart, `Cart.on_post_add` for /cart/add). The spec (origins/site_spec.py) says
+where (paths), with what (parameters, limits), in which words (refusals) and how each page looks
+(`pages`, the site's templates); the resources here are the flow both sites share: reading a listing, finding a product
 and its variant, the cart, the saved lists, asking the seller, checking out.
 
 Both sites check what a request says in one order: a listing's search words, category, filters,
@@ -12,14 +12,10 @@ sort, page; a cart form's product, variant, quantity; a checkout's form before t
 """
 
 from dataclasses import dataclass
-from dataclasses import field
 from dataclasses import replace
-from importlib import resources
-from typing import NamedTuple
 from urllib.parse import urlencode
 
 import falcon
-import yaml
 
 from .catalog import Catalog
 from .catalog import Product
@@ -37,43 +33,15 @@ from .common import read_form
 from .common import text_field
 from .common import visitor
 from .common import whole_number
-
-
-class Field(NamedTuple):
-    """A free-text checkout field."""
-
-    name: str
-    label: str
-    limit: int
-    required: bool = False
-    multiline: bool = False
-    autocomplete: str = ""
-
-    def html(self) -> str:
-        """The labelled input, or textarea when multiline."""
-        attrs = f'id="{self.name}" name="{self.name}" maxlength="{self.limit}"'
-        auto = f' autocomplete="{self.autocomplete}"' if self.autocomplete else ""
-        control = f"<textarea {attrs}></textarea>" if self.multiline else f'<input type="text" {attrs}{auto}>'
-        return f'<div class="field"><label for="{self.name}">{esc(self.label)}</label>\n{control}</div>\n'
-
-
-@dataclass(frozen=True)
-class FilterParam:
-    """A query parameter of a listing whose repeated values are facets."""
-
-    name: str
-    kinds: tuple[str, ...] = ()     # the facet kinds it takes; any when empty
-    choices: tuple[str, ...] = ()   # fixed values, instead of the catalog's facets
-    most: int = 0                   # at most this many at once; no limit when 0
-    skip_empty: bool = False        # empty values are left out (else refused)
-    refusal: str = "There is no filter {slug!r}."
+from .site_spec import FilterParam
+from .site_spec import SiteSpec
 
 
 @dataclass(frozen=True)
 class Listing:
     """The state of a results page (words, category, filters, sort, page) and the links to its neighbours."""
 
-    spec: "SiteSpec"
+    spec: SiteSpec
     path: str                                    # the search path, or a category's page
     query: str
     category: str | None
@@ -119,92 +87,6 @@ class Listing:
 def toggled(values: tuple[str, ...], value: str) -> tuple[str, ...]:
     """`values` without `value` if it has it, else with it added."""
     return tuple(v for v in values if v != value) if value in values else (*values, value)
-
-
-@dataclass(frozen=True)
-class Words:
-    """What a site says when it refuses a request; `{…}` are filled in."""
-
-    long_query: str
-    bad_category: str            # {slug!r}
-    bad_sort: str                # {choices}
-    no_department: str           # {slug!r}
-    no_product: str              # {id}
-    bad_product_field: str
-    empty_cart: str
-    no_order: str                # {id!r}
-    bad_list: str = ""           # {choices}
-    one_version: str = ""        # a product without variants given one; "" → its one version is 0
-    bad_subject: str = ""        # {choices}
-    no_section: str = "There is no collection {slug!r}."
-
-
-@dataclass(frozen=True)
-class Paths:
-    """A site's URLs."""
-
-    search: str
-    department: str              # + <category>
-    section: str                 # + <slug>
-    product: str                 # + <id>
-    suggest: str
-    lists: str
-    list_add: str
-    order: str                   # + <order id>
-    product_digits: int | None = None   # a product id has exactly this many digits
-    product_actions: tuple[str, ...] = ("ask",)   # POST <product>/<action>, Product.on_post_<action>
-    cart: str = "/cart"
-    cart_add: str = "/cart/add"
-    cart_remove: str = "/cart/remove"
-    checkout: str = "/checkout"
-
-
-@dataclass(frozen=True)
-class SiteSpec:
-    """Everything that makes one site of the storefront what it is: the data in
-    origins/sites/<site>.yaml (`load_spec`) and the code the site module gives it."""
-
-    site: str
-    name: str                    # its name, and templates/<template>.html its layout
-    template: str
-    all_categories: str          # the search form's first category option
-    all_selected: bool           # … marked selected when no category is chosen
-    paths: Paths
-    words: Words
-    query_param: str             # a listing's search words, category, sort and page
-    category_param: str
-    sort_param: str
-    page_param: str
-    max_page: int
-    max_id: int                  # the largest id a form may name (a path's ids are below it)
-    query_limit: int
-    query_in_bytes: bool         # query_limit counts UTF-8 bytes (else characters)
-    query_on_departments: bool   # a category's page reads the search words too
-    product_field: str           # the form field naming a product
-    variant_param: str
-    asked_anchor: str            # where the page goes after a question is sent
-    list_param: str              # the form field naming a list ("" → the only one)
-    remove_checks_product: bool  # /cart/remove refuses a product or variant the site has not
-    # from the site's module
-    pages: type                  # the site's templates: pages(front) renders each page
-    per_page: int
-    sorts: dict[str, str]        # sort key → label
-    filters: tuple[FilterParam, ...]
-    question: Field              # the ask form's text
-    subjects: tuple[str, ...]    # the ask form's subjects (none when empty)
-    lists: tuple[str, ...]       # the visitor's lists (the first when the form names none)
-    checkout_fields: tuple[Field, ...]
-    checkout_flags: tuple[str, ...] = ()   # checkboxes of the checkout form
-    resources: dict = field(default_factory=dict)   # role → a resource class of the site's own
-
-
-def load_spec(site: str, **code) -> SiteSpec:
-    """The spec of `site`: origins/sites/<site>.yaml with what its module gives in `code`."""
-    data = yaml.safe_load(resources.files(__package__).joinpath(f"sites/{site}.yaml").read_text("utf-8"))
-    paths = {**data.pop("paths")}
-    paths["product_actions"] = tuple(paths.get("product_actions", Paths.product_actions))
-    return SiteSpec(site=site, paths=Paths(**paths), words=Words(**data.pop("words")), **data, **code)
-
 
 @dataclass(frozen=True)
 class Line:
