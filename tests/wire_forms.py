@@ -35,7 +35,7 @@ from spillage.audit.attempts import Attempts  # noqa: E402
 from spillage.audit.judges import make_judge  # noqa: E402
 from spillage.audit.model_provider import ModelTraffic  # noqa: E402
 from spillage.audit.session_audit import build_actions  # noqa: E402
-from spillage.audit.session_audit import session_scenario  # noqa: E402
+from spillage.audit.open_session import session_scenario  # noqa: E402
 from spillage.audit.session_catalog import session_catalog  # noqa: E402
 from spillage.origins.knowledge import site_profiles  # noqa: E402
 from spillage.proxy.capturelog import iter_records  # noqa: E402
