@@ -14,6 +14,7 @@ from mitmproxy import version as mitmproxy_version
 from spillage.addons.failclosed import FAILED_KEY
 from spillage.addons.failclosed import SEQ_KEY
 from spillage.addons.failclosed import fail_closed
+from spillage.addons.guardnote import DERIVED_KEY
 from spillage.addons.guardnote import GUARD_KEY
 from spillage.addons.guardnote import request_sha256
 from spillage.proxy.capturelog import CHECKPOINT_PREFIX
@@ -146,7 +147,8 @@ class Capture:
             record = write_request_record(self.write, self.body, flow.id, flow.request, url)
             if record is not None:
                 flow.metadata[SEQ_KEY] = record["seq"]
-                derive(self.write, flow.id, record["seq"], flow.request, url, self.beacon_endpoints)
+                derive(self.write, flow.id, record["seq"], flow.request, url, self.beacon_endpoints,
+                       flow.metadata.get(DERIVED_KEY))
         if guarded:
             self.write_guard(flow, guarded, record)
 

@@ -54,9 +54,12 @@ from spillage.proxy.beacons import endpoints
 from spillage.proxy.formats.flowrecords import wire_request
 from spillage.proxy.reading.decode import texts as decoded_texts
 from spillage.proxy.reading.records import beacon_payload
-from spillage.proxy.reading.records import write_derived
+from spillage.proxy.reading.records import Derived
+from spillage.proxy.reading.records import derived_records
+from spillage.proxy.reading.records import write_records
 from spillage.proxy.reading.request import Piece
 from spillage.proxy.reading.request import Reading
+from spillage.proxy.reading.request import WireRequest
 from spillage.proxy.reading.streams import Streams
 from spillage.scenarios.matching import find_form
 from spillage.scenarios.matching import without_forms
@@ -249,7 +252,7 @@ class GuardEngine:
         url = reading.request.url
         record = write("request", flow="guard", method=reading.request.method, url=url, http_version="",
                        headers=[list(pair) for pair in reading.request.headers], body=body_object(request.raw_content))
-        write_derived(write, "guard", record["seq"], reading, url, self.endpoints)
+        write_records(write, "guard", record["seq"], self.derived(request))
         builder = ActionBuilder(self.profiles, every_request=True)
         builder.readings[record["seq"]] = reading
         builder.riders.set_cookies = self.riders.set_cookies
@@ -290,6 +293,21 @@ class GuardEngine:
             elif hit := said_in(pieces, attribute.cues, attribute.look_alikes):
                 found.append(Finding(attribute.id, C_I, f"cue:{hit[0]}", "content", hit[1].where, hit[1].decodings))
         return found
+
+    def derived(self, request: http.Request) -> Derived:
+        """The records `request` derives (proxy/reading/records.py), made once while it is being decided."""
+        key = ("derived", id(request))
+        if key not in self.readings:
+            reading = self.read(request)
+            self.readings[key] = (derived_records(reading, reading.request.url, self.endpoints), request)
+        return self.readings[key][0]
+
+    def derived_of(self, request: http.Request) -> tuple[WireRequest, Derived] | None:
+        """The request as it was read and the records it derived, when the decision just made derived them;
+        for the capture, which then need not read it again."""
+        if ("derived", id(request)) not in self.readings:
+            return None
+        return self.read(request).request, self.derived(request)
 
     def unreadable(self, request: http.Request, observer: str) -> list[Finding]:
         """What the guard cannot read in `request` (a body past its limits, a coding that does not

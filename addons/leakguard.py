@@ -5,7 +5,8 @@ request would reveal; then, by mode, it only records that (`monitor`), or sends 
 (`redact`, `strip`), or answers the agent itself: 403 with a page that says what may not be sent
 and why (`block`), 204 for a beacon (`drop`). The decision and the request as the agent sent it go
 to the capture addon in `flow.metadata[GUARD_KEY]` (addons/guardnote.py), which writes the `guard` record; what the
-sites receive is the request record.
+sites receive is the request record. The records the request as sent derives (`beacon`, `form`) go with it in
+`flow.metadata[DERIVED_KEY]`, so that the capture writes them without reading the request again.
 """
 
 import html
@@ -17,6 +18,7 @@ from mitmproxy import http
 from mitmproxy import version
 
 from spillage.addons.failclosed import fail_closed
+from spillage.addons.guardnote import DERIVED_KEY
 from spillage.addons.guardnote import GUARD_KEY
 from spillage.addons.guardnote import request_sha256
 from spillage.addons.guard_policy import MODES
@@ -90,10 +92,13 @@ class LeakGuard:
         if self.guard is None or flow.response or flow.error:
             return
         decision = self.guard.decide(flow.request)
+        enforced = self.guard.policy.enforcing
+        sent = decision.request if decision is not None and enforced and decision.request is not None else flow.request
+        if (derived := self.guard.derived_of(sent)) is not None:
+            flow.metadata[DERIVED_KEY] = derived
         if decision is None:
             return
         original = snapshot(flow.request)
-        enforced = self.guard.policy.enforcing
         flow.metadata[GUARD_KEY] = {"decision": decision, "original": original, "enforced": enforced}
         if not enforced:
             return

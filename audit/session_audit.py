@@ -23,31 +23,18 @@ from spillage.audit.model_provider import add_provider
 from spillage.audit.recoveries import first_party_site
 from spillage.audit.recoveries import recoveries
 from spillage.audit.attempts import Attempts
-from spillage.audit.session_catalog import CatalogError
-from spillage.audit.session_catalog import session_catalog
+from spillage.audit.open_session import AuditError
+from spillage.audit.open_session import OpenSession
+from spillage.audit.open_session import open_session
 from spillage.origins.knowledge import site_profiles
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import REPORT_NAME
-from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.capturelog import CaptureError
 from spillage.proxy.layout import capture_path
-from spillage.proxy.capturelog import iter_records
-from spillage.proxy.verify import verify
-from spillage.scenarios.loader import ScenarioError
-from spillage.scenarios.loader import load_scenario
 from spillage.scenarios.model import Scenario
 
 FORMAT, VERSION = "spillage-audit", 1
 SCHEMA_PATH = Path(__file__).with_name("audit.schema.json")
-
-
-class AuditError(RuntimeError):
-    """The session cannot be audited (no log, unverified log, no scenario, a malformed record);
-    `status` is the command's exit status: 1 when the evidence does not verify, else 2 (bad input)."""
-
-    def __init__(self, message: str, status: int = 2):
-        super().__init__(message)
-        self.status = status
 
 
 def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unverified: bool = False,
@@ -55,34 +42,35 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
                   home: Path | None = None) -> dict:
     """The audit of one session as a JSON-ready dict (the shape of audit/audit.schema.json).
 
-    The scenario is the session's own copy unless one is given. The log is verified first; an
-    unverified log is refused unless `allow_unverified`, and then only the records before the
-    damage are audited and the report says so. Records are read as a stream. Site profiles in
-    `profile_dirs` add to the shipped ones (docs/SITE_PROFILES.md). The catalog the sites served is
-    found as audit/session_catalog.py says, in the catalog store of the spillage `home`."""
-    session_dir = Path(session_dir)
-    if not capture_path(session_dir).is_file():
-        raise AuditError(f"{session_dir}: no {LOG_NAME} here; is this a session folder?")
-    check = verify(session_dir)
+    The scenario is the session's own copy unless one is given. The catalog the sites served is found as
+    audit/session_catalog.py says, in the catalog store of the spillage `home`. See audit_opened."""
+    return audit_opened(open_session(session_dir, scenario, catalog, home), allow_unverified, judge, profile_dirs)
+
+
+def audit_opened(session: OpenSession, allow_unverified: bool = False, judge: str | Judge = DEFAULT_JUDGE,
+                 profile_dirs=()) -> dict:
+    """The audit of an opened session, from its verification, scenario, catalog and lines.
+
+    An unverified log is refused unless `allow_unverified`, and then only the records before the
+    damage are audited and the report says so. Records are read as a stream (unless the session keeps
+    its lines). Site profiles in `profile_dirs` add to the shipped ones (docs/SITE_PROFILES.md)."""
+    session_dir, check = session.folder, session.check
     if not check.ok and not allow_unverified:
         where = f":{check.line}" if check.line is not None else ""
         seq = f" seq {check.seq}:" if check.seq is not None else ""
         raise AuditError(f"{session_dir / LOG_NAME}{where}:{seq} capture log fails verification "
                          f"({check.damage}: {check.message}); use --allow-unverified to audit "
                          f"the records before the damage", status=1)
-    scenario = scenario or session_scenario(session_dir)
+    scenario = session.scenario
     judge = make_judge(judge) if isinstance(judge, str) else judge
-    try:
-        served = session_catalog(session_dir, scenario, catalog, home)
-    except CatalogError as e:
-        raise AuditError(str(e)) from None
+    served = session.catalog
     try:
         profiles = site_profiles(served.path, profile_dirs, benchmark=False, sha256=served.sha256)
     except sqlite3.Error as e:
         raise AuditError(f"{served.path}: not a catalog of our sites ({e})") from None
     limit = None if check.ok else max(check.line - 1, 0)
     model_calls, attempts = ModelTraffic(session_dir), Attempts(session_dir)
-    actions, audited, background = build_actions(session_dir, profiles, limit, model_calls, attempts.see)
+    actions, audited, background = build_actions(session, profiles, limit, model_calls, attempts.see)
     before = dict(getattr(judge, "stats", {}))
     judged = judge.judge(actions, scenario, profiles)
     judge_stats = {k: v - before.get(k, 0) for k, v in getattr(judge, "stats", {}).items()}
@@ -90,7 +78,7 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
     uncertain = [e for e in judged if e.uncertain]
     attempted_actions, attempted = actions, events   # the same unless the guard changed what was sent
     if attempts.changed_anything:
-        attempted_actions, _, _ = build_actions(session_dir, profiles, limit, ModelTraffic(session_dir),
+        attempted_actions, _, _ = build_actions(session, profiles, limit, ModelTraffic(session_dir),
                                                 replay=attempts.replay)
         attempted = [e for e in judge.judge(attempted_actions, scenario, profiles) if not e.uncertain]
     counts = Counter(e.category for e in events)
@@ -150,17 +138,18 @@ def audit_session(session_dir: Path, scenario: Scenario | None = None, allow_unv
     }
 
 
-def build_actions(session_dir: Path, profiles, limit: int | None, model_calls: ModelTraffic,
+def build_actions(session: OpenSession, profiles, limit: int | None, model_calls: ModelTraffic,
                   see=lambda record: None, replay=lambda records: records) -> tuple[list, int, Counter]:
     """(actions, records read, the browser's own requests by reason) of the first `limit` records of the
     log (all when None): model calls set aside, each record shown to `see`, the stream passed through
     `replay` (the attempts' view)."""
+    session_dir = session.folder
     builder = ActionBuilder(profiles, session_dir)
     audited, line = 0, None
 
     def records():
         nonlocal audited, line
-        for line in islice(iter_records(session_dir), limit):
+        for line in islice(session.lines(), limit):
             see(line.record)
             audited += 1
             yield line.record
@@ -206,17 +195,6 @@ def provenance(imported: dict | None) -> dict:
     return {"source": "import", **{k: imported[k] for k in ("format", "file", "size", "sha256")},
             "lacks": list(imported.get("lacks") or ()),   # what the file could not carry (format v2 imports say)
             "chain_vouches_for": "the import, not the original capture"}
-
-
-def session_scenario(session_dir: Path) -> Scenario:
-    """The scenario copy a session keeps; AuditError when it is missing or broken."""
-    copy = session_dir / SCENARIO_COPY
-    if not copy.exists():
-        raise AuditError(f"{copy}: no scenario; pass --scenario")
-    try:
-        return load_scenario(copy)
-    except ScenarioError as e:
-        raise AuditError(str(e)) from e
 
 
 def write_report(session_dir: Path, report: dict) -> Path:

@@ -12,6 +12,7 @@ Anything else is refused. The catalog used is named by its SHA-256.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,9 +43,10 @@ class SessionCatalog:
 
 
 def session_catalog(session_dir: Path, scenario: Scenario | None, given: Path | None = None,
-                    home: Path | None = None) -> SessionCatalog:
+                    home: Path | None = None, meta_of: Callable[[Path], dict | None] = read_meta) -> SessionCatalog:
     """The catalog of `session_dir` (see the module doc), looked up in and rebuilt into the store of
-    the spillage `home` (a temporary one when None); CatalogError when it cannot be known."""
+    the spillage `home` (a temporary one when None); CatalogError when it cannot be known. `meta_of` reads
+    the session's meta.json (an opened session's gives the one it read)."""
     if given is not None:
         if not given.is_file():
             raise CatalogError(f"{given}: no such catalog file")
@@ -53,7 +55,7 @@ def session_catalog(session_dir: Path, scenario: Scenario | None, given: Path | 
     if own.is_file():
         return SessionCatalog(own, "session", file_sha256(own))
     try:
-        meta = read_meta(session_dir) or {}
+        meta = meta_of(session_dir) or {}
     except ValueError as e:
         raise CatalogError(str(e)) from None
     if "catalog" in meta and meta["catalog"] is None:

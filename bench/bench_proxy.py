@@ -193,8 +193,8 @@ def run_shape(shape: str, tmp: Path, ca, origin: str, paths: list[str], rounds: 
             Child("ours", argv, PROXY_READY, tmp / f"{shape}-ours.log", env=env, pass_fds=(fd,) if signed else ()) as b:
         if fd is not None:
             os.close(fd)
-        proxies = {"A": (a.match.group(1), a.process.pid), "C": (c.match.group(1), c.process.pid),
-                   "B": (b.match.group(1).removeprefix("http://"), b.process.pid)}
+        proxies = {"A": (a.match.group(1), a.supervisor.pid), "C": (c.match.group(1), c.supervisor.pid),
+                   "B": (b.match.group(1).removeprefix("http://"), b.supervisor.pid)}
         started = loadavg()
         for name in proxies:  # warm-up: connections, certificates, caches
             measure(shape, *proxies[name], paths, max(50, count // 10), tls)

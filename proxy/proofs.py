@@ -50,6 +50,7 @@ from spillage.proxy.signing import pinned_fingerprint
 from spillage.proxy.signing import pinned_public
 from spillage.proxy.signing import signature_ok
 from spillage.proxy.signing import unb64
+from spillage.proxy.verify import VerifyResult
 from spillage.proxy.verify import verify
 
 PROOF_FORMAT = "spillage-proof"
@@ -86,22 +87,27 @@ class SignedLog:
 def read_signed_log(session: Path, key: str | None, keep: Iterable[int] = ()) -> SignedLog:
     """The signed log of `session`, which must verify (pinned to `key` when given), with the lines of
     the records `keep`."""
-    result = verify(session, key)
+    return signed_log(session, verify(session, key), iter_records(session), keep)
+
+
+def signed_log(session: Path, result: VerifyResult, lines: Iterable[Line], keep: Iterable[int] = ()) -> SignedLog:
+    """The signed log of `session` from its verification `result` and its `lines` (read once by the
+    caller), with the lines of the records `keep`; ProofError unless it verified and is signed."""
     if not result.ok:
         raise ProofError(f"the log does not verify: {result.summary()}")
     if result.signed is None:
         raise ProofRequestError(f"{capture_path(session)}: the log is unsigned, so nothing can be proved from it")
-    leaves, heads, signer, lines, keep = [], {}, {}, {}, set(keep)
-    for line in iter_records(session):
+    leaves, heads, signer, kept, keep = [], {}, {}, {}, set(keep)
+    for line in lines:
         rec = line.record
         if rec["kind"] == "signer":
             signer = {k: rec[k] for k in SIGNER_FIELDS}
         if rec["kind"] == "checkpoint":
             heads[rec["records"]] = {k: rec[k] for k in HEAD_FIELDS}
         if rec["seq"] in keep:
-            lines[rec["seq"]] = line
+            kept[rec["seq"]] = line
         leaves.append(leaf_hash(line.raw))
-    return SignedLog(leaves, signer, heads, max(heads), lines)
+    return SignedLog(leaves, signer, heads, max(heads), kept)
 
 
 def prove_inclusion(session: Path, seq: int, key: str | None = None) -> dict[str, Any]:
@@ -113,7 +119,12 @@ def prove_inclusions(session: Path, seqs: Iterable[int], key: str | None = None)
     """seq → the inclusion proof of that record under the log's final signed head, for every one of
     `seqs`, reading the log once."""
     seqs = sorted(set(seqs))
-    log = read_signed_log(session, key, keep=seqs)
+    return inclusions(read_signed_log(session, key, keep=seqs), seqs)
+
+
+def inclusions(log: SignedLog, seqs: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """seq → the inclusion proof of that record of `log` (which kept its line) under the final signed head."""
+    seqs = sorted(set(seqs))
     for seq in seqs:
         log.covers(seq)
     return {seq: {"format": PROOF_FORMAT, "version": PROOF_VERSION, "type": "inclusion",

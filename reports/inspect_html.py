@@ -227,7 +227,7 @@ def stored_record(timeline: Timeline, record: dict) -> str:
 def timeline_html(timeline: Timeline) -> str:
     """The whole page."""
     proofs = {id(e): event_evidence(timeline, e) for e in timeline.audit["events"]}
-    links = proof_links(timeline.folder, {p.seq for p in proofs.values()}) if proofs else ProofLinks({})
+    links = proof_links(timeline.session, {p.seq for p in proofs.values()}) if proofs else ProofLinks({})
     actions = "".join(action_item(timeline, a, proofs, links) for a in timeline.audit["actions"])
     store = "".join(stored_record(timeline, r) for _, r in sorted(timeline.records.items()))
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"

@@ -3,11 +3,12 @@ record (`spillage prove SESSION --seq N`, checked by `spillage verify-proof`), a
 
 import base64
 from dataclasses import dataclass
-from pathlib import Path
 
+from spillage.audit.open_session import OpenSession
 from spillage.proxy.proofs import ProofError
+from spillage.proxy.proofs import inclusions
 from spillage.proxy.proofs import proof_json
-from spillage.proxy.proofs import prove_inclusions
+from spillage.proxy.proofs import signed_log
 
 MAX_PROOF_BYTES = 256 * 1024  # a larger proof (a big inline body) is left to `spillage prove`
 
@@ -23,10 +24,10 @@ class ProofLinks:
         return self.urls.get(seq)
 
 
-def proof_links(folder: Path, seqs: set[int]) -> ProofLinks:
-    """Proofs of the records `seqs`, cut from one reading of the signed log."""
+def proof_links(session: OpenSession, seqs: set[int]) -> ProofLinks:
+    """Proofs of the records `seqs`, cut from the opened session's verification and lines."""
     try:
-        proofs = prove_inclusions(folder, seqs)
+        proofs = inclusions(signed_log(session.folder, session.check, session.lines(), seqs), seqs)
     except ProofError as e:
         return ProofLinks({}, str(e))
     urls, big = {}, []

@@ -7,17 +7,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from spillage.proxy.documents import load_json
-from spillage.proxy.layout import MAX_AUDIT_BYTES
-from spillage.proxy.layout import REPORT_NAME
+from spillage.audit.open_session import OpenSession
+from spillage.audit.open_session import open_session
 from spillage.audit.session_audit import AuditError
-from spillage.audit.session_audit import audit_session
+from spillage.audit.session_audit import audit_opened
+from spillage.proxy.capturelog import CaptureError
+from spillage.proxy.documents import load_json
 from spillage.proxy.layout import BLOB_DIR
 from spillage.proxy.layout import LOG_NAME
-from spillage.proxy.capturelog import CaptureError
-from spillage.proxy.capturelog import iter_records
+from spillage.proxy.layout import MAX_AUDIT_BYTES
+from spillage.proxy.layout import REPORT_NAME
 from spillage.proxy.verify import VerifyResult
-from spillage.proxy.verify import verify
 
 BODY_CHARS = 4000  # of a body shown in full before it is cut
 
@@ -28,15 +28,23 @@ class InspectError(RuntimeError):
 
 @dataclass
 class Timeline:
-    """One session, ready to show: verification, audit, and the records named by its evidence."""
+    """One session, ready to show: the opened session (its verification), its audit, and the records
+    named by its evidence."""
 
-    folder: Path
-    check: VerifyResult
+    session: OpenSession
     audit: dict
     audit_source: str
     records: dict[int, dict]  # seq → record, for every record an action or event rests on
     responses: dict[int, int]  # request seq → its response's seq
     started: datetime | None
+
+    @property
+    def folder(self) -> Path:
+        return self.session.folder
+
+    @property
+    def check(self) -> VerifyResult:
+        return self.session.check
 
     def seconds(self, seq: int) -> float | None:
         """Seconds from the session's start to record `seq`."""
@@ -74,8 +82,8 @@ def timestamp(ts: str) -> datetime:
 
 
 def load_timeline(folder: Path, home: Path | None = None) -> Timeline:
-    """Verify `folder`'s log, take its audit (made now, with the catalog store of the spillage `home`,
-    when it has none), and keep the records the audit's evidence names."""
+    """Open `folder` (its log verified and read once), take its audit (made now, with the catalog store
+    of the spillage `home`, when it has none), and keep the records the audit's evidence names."""
     folder = Path(folder)
     if folder.name == LOG_NAME and folder.is_file():
         folder = folder.parent
@@ -83,23 +91,23 @@ def load_timeline(folder: Path, home: Path | None = None) -> Timeline:
         raise InspectError(f"{folder}: a file, not a session folder (one holds {LOG_NAME})")
     if not (folder / LOG_NAME).is_file():
         raise InspectError(f"{folder}: no {LOG_NAME} here; is this a session folder?")
-    check = verify(folder)
-    audit, source = session_audit(folder, check, home)
+    session = open_session(folder, home=home, keep_lines=True)
+    audit, source = session_audit(session)
     seqs = {s for a in audit["actions"] for s in a["evidence"]} | {s for e in audit["events"] for s in e["evidence"]}
-    index = read_index(folder)
+    index = read_index(session)
     requests = {seq for seq in seqs if index.get(seq, (None,))[0] in ("request", "egress_blocked")}
     requests |= {index[seq][1] for seq in seqs if seq in index and index[seq][1] is not None}
     responses = {request: seq for seq, (kind, request) in index.items() if kind == "response" and request in requests}
     keep = seqs | requests | set(responses.values()) | {0}
-    records = {line.record["seq"]: line.record for line in safe_records(folder) if line.record.get("seq") in keep}
+    records = {line.record["seq"]: line.record for line in safe_records(session) if line.record.get("seq") in keep}
     start = records.get(0)
-    return Timeline(folder, check, audit, source, records, responses, timestamp(start["ts"]) if start else None)
+    return Timeline(session, audit, source, records, responses, timestamp(start["ts"]) if start else None)
 
 
-def session_audit(folder: Path, check: VerifyResult, home: Path | None = None) -> tuple[dict, str]:
+def session_audit(session: OpenSession) -> tuple[dict, str]:
     """The session's audit.json when it audits this very log; otherwise an audit made now (of the
     records before the damage, for a log that fails verification)."""
-    path = folder / REPORT_NAME
+    path, check = session.folder / REPORT_NAME, session.check
     if path.is_file():
         try:
             audit = load_json(path, MAX_AUDIT_BYTES, REPORT_NAME)
@@ -111,15 +119,15 @@ def session_audit(folder: Path, check: VerifyResult, home: Path | None = None) -
     else:
         reason = f"no {REPORT_NAME}, audited now"
     try:
-        return audit_session(folder, allow_unverified=True, home=home), reason
+        return audit_opened(session, allow_unverified=True), reason
     except AuditError as e:
         raise InspectError(str(e)) from e
 
 
-def read_index(folder: Path) -> dict[int, tuple[str, int | None]]:
+def read_index(session: OpenSession) -> dict[int, tuple[str, int | None]]:
     """seq → (kind, the request seq the record names: responses, beacons, forms, errors; else None)."""
     index = {}
-    for line in safe_records(folder):
+    for line in safe_records(session):
         record = line.record
         if isinstance(record.get("seq"), int):
             request = record.get("request")
@@ -127,10 +135,10 @@ def read_index(folder: Path) -> dict[int, tuple[str, int | None]]:
     return index
 
 
-def safe_records(folder: Path):
+def safe_records(session: OpenSession):
     """The log's records up to the first line that is not a record (verification reports that)."""
     try:
-        yield from iter_records(folder)
+        yield from session.lines()
     except CaptureError:
         return
 

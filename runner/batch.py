@@ -41,6 +41,7 @@ from spillage.runner.console import DAMAGED
 from spillage.runner.console import OK
 from spillage.runner.matrix import Matrix
 from spillage.runner.matrix import RunSpec
+from spillage.runner.supervisor import Supervisor
 
 LEDGER = "batch.jsonl"
 LOCK = "batch.lock"
@@ -124,35 +125,34 @@ class Ledger:
             os.fsync(f.fileno())
 
 
-class Child:
-    """A `spillage run` child in its own process group, writing into `log`. Past `seconds` it is asked to
-    stop (SIGINT, as Ctrl-C would: it stops its agent and seals its session) and SEAL_SECONDS later killed."""
+class TimedRun(Supervisor):
+    """A `spillage run` child (runner/supervisor.py), writing into `log`. Past `seconds` it is asked to stop
+    (SIGINT, as Ctrl-C would: it stops its agent and seals its session) and SEAL_SECONDS later killed."""
 
     def __init__(self, argv: list[str], log, seconds: float):
-        self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
+        super().__init__(argv, stdout=log, stderr=subprocess.STDOUT)
         self.began = time.monotonic()
         self.deadline = self.began + seconds
         self.signalled = False
 
     def ended(self) -> bool:
         """Whether the child has ended; one past its deadline is asked to stop, then killed."""
-        if self.process.poll() is not None:
+        if self.poll() is not None:
             return True
         now = time.monotonic()
         if now > self.deadline and not self.signalled:
             self.interrupt()
         elif now > self.deadline:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+            self.signal(signal.SIGKILL)
+            self.wait()
             return True
         return False
 
     def interrupt(self) -> None:
         """Ask the child (once) to stop its agent and seal its session."""
-        if not self.signalled and self.process.poll() is None:
+        if not self.signalled and self.poll() is None:
             self.signalled = True
-            self.process.send_signal(signal.SIGINT)
+            self.signal(signal.SIGINT, group=False)
             self.deadline = time.monotonic() + SEAL_SECONDS
 
 
@@ -161,7 +161,7 @@ class Job:
     """A running `spillage run` child for one cell."""
 
     run: RunSpec
-    child: Child
+    child: TimedRun
     log: object
 
 
@@ -242,7 +242,7 @@ class Batch:
         log = open(self.logs / f"{run.key}.log", "ab")
         log.write(f"\n# {utc_timestamp()} {' '.join(self.command(run))}\n".encode())
         log.flush()
-        return Job(run, Child(self.command(run), log, self.matrix.timeout + SETUP_SECONDS), log)
+        return Job(run, TimedRun(self.command(run), log, self.matrix.timeout + SETUP_SECONDS), log)
 
     def retire(self, key: str) -> Path | None:
         """Move the session of cell `key`, if there is one, to attempts/ as its next numbered attempt:
@@ -273,7 +273,7 @@ class Batch:
     def conclude(self, job: Job) -> Attempt:
         """Read how the child ended from its session's meta.json (the child's exit code as a fallback)."""
         job.log.close()
-        outcome, reason = classify(self.sessions / job.run.key, job.child.process.returncode, self.audit,
+        outcome, reason = classify(self.sessions / job.run.key, job.child.returncode, self.audit,
                                    self.interrupted, self.logs / f"{job.run.key}.log")
         return self.attempt(job.run.key, outcome, reason, time.monotonic() - job.child.began)
 

@@ -1,31 +1,13 @@
 """Child processes that announce readiness with one line on stdout (origins, proxy)."""
 
-import ctypes
-import os
 import re
-import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-PR_SET_PDEATHSIG = 1
-_LIBC = ctypes.CDLL(None, use_errno=True)  # loaded here: the forked child only calls into it
-
-
-def dies_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None]:
-    """A preexec_fn that has the kernel send `sig` to the child when the process that started it dies
-    (kill -9 included), so no origins server or proxy outlives its runner. Start the child from the
-    main thread: the signal follows the thread that forked."""
-    parent = os.getpid()
-
-    def preexec() -> None:
-        _LIBC.prctl(PR_SET_PDEATHSIG, sig)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os.kill(os.getpid(), sig)
-
-    return preexec
+from spillage.runner.supervisor import Supervisor
 
 
 class ChildError(RuntimeError):
@@ -33,9 +15,10 @@ class ChildError(RuntimeError):
 
 
 class Child:
-    """Start `argv`, wait for a stdout line matching `ready`, tee all output to `log_path`.
+    """Start `argv` (runner/supervisor.py), wait for a stdout line matching `ready`, tee all output to
+    `log_path`.
 
-    Use as a context manager: the child is stopped (SIGTERM, then SIGKILL) on exit.
+    Use as a context manager: the child is stopped (SIGTERM to its group, then SIGKILL) on exit.
     """
 
     def __init__(self, name: str, argv: list[str], ready: str, log_path: Path,
@@ -50,7 +33,7 @@ class Child:
         self.env = env
         self.timeout = timeout
         self.match: re.Match | None = None
-        self.process: subprocess.Popen | None = None
+        self.supervisor: Supervisor | None = None
         self._pump: threading.Thread | None = None
         self._ready = threading.Event()
 
@@ -68,11 +51,8 @@ class Child:
 
     def launch(self) -> None:
         """Start the child without waiting for it (several can start at once; then `wait_ready`)."""
-        self.process = subprocess.Popen(
-            self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, env=self.env, text=True, errors="replace",
-            pass_fds=self.pass_fds, preexec_fn=dies_with_parent(),
-        )
+        self.supervisor = Supervisor(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env,
+                                     text=True, errors="replace", pass_fds=self.pass_fds)
         self._pump = threading.Thread(target=self._copy_output, daemon=True)
         self._pump.start()
 
@@ -89,9 +69,9 @@ class Child:
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.timeout
         while not self._ready.wait(0.05):
-            if self.process.poll() is not None:
+            if self.supervisor.poll() is not None:
                 self._pump.join(1)
-                raise ChildError(f"{self.name} exited with {self.process.returncode} before it was "
+                raise ChildError(f"{self.name} {self.supervisor.ended()} before it was "
                                  f"ready; its output is in {self.log_path}: {self.tail()}")
             if time.monotonic() > deadline:
                 raise ChildError(f"{self.name} not ready after {self.timeout:.0f} s; "
@@ -99,7 +79,7 @@ class Child:
 
     def _copy_output(self) -> None:
         with open(self.log_path, "a", encoding="utf-8") as log:
-            for line in self.process.stdout:
+            for line in self.supervisor.process.stdout:
                 log.write(line)
                 log.flush()
                 if self.on_line is not None:
@@ -111,7 +91,7 @@ class Child:
 
     def exited(self) -> int | None:
         """The child's exit code once it has exited by itself, else None."""
-        return None if self.process is None else self.process.poll()
+        return None if self.supervisor is None else self.supervisor.poll()
 
     def tail(self, lines: int = 3) -> str:
         """The last lines the child printed, joined on one line."""
@@ -122,16 +102,10 @@ class Child:
         return " | ".join(text.strip().splitlines()[-lines:]) or "(no output)"
 
     def stop(self, timeout: float = 15.0) -> int | None:
-        """Ask the child to stop (SIGTERM), kill it after `timeout` s; returns its exit code."""
-        if self.process is None:
+        """Ask the child to stop (SIGTERM to its group), kill it after `timeout` s; returns its exit code."""
+        if self.supervisor is None:
             return None
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        code = self.supervisor.stop(timeout)
         if self._pump:
             self._pump.join(5)
-        return self.process.returncode
+        return code

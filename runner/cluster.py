@@ -45,7 +45,7 @@ from spillage.runner.batch import SEAL_SECONDS
 from spillage.runner.batch import SETUP_SECONDS
 from spillage.runner.batch import Attempt
 from spillage.runner.batch import Batch
-from spillage.runner.batch import Child
+from spillage.runner.batch import TimedRun
 from spillage.runner.batch import classify
 from spillage.runner.batch import prepare_home
 from spillage.runner.batch import run_arguments
@@ -291,14 +291,14 @@ def run_cell(cell: Cell) -> CellResult:
         with open(staging / "run.log", "w+b") as log:
             log.write(f"# {utc_timestamp()} on {worker.address}: {' '.join(argv)}\n".encode())
             log.flush()
-            child = Child(argv, log, cell.seconds)
+            child = TimedRun(argv, log, cell.seconds)
             while not child.ended():
                 if stop_requested(cell, worker):
                     child.interrupt()
                 time.sleep(POLL_SECONDS)
             log.seek(0)
             output = log.read()
-        return CellResult(cell.key, worker.address, True, child.process.returncode, time.monotonic() - began,
+        return CellResult(cell.key, worker.address, True, child.returncode, time.monotonic() - began,
                           output, *sent(staging / "sessions" / cell.key))
     finally:
         remove_tree(staging)

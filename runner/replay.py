@@ -199,7 +199,7 @@ def original_catalog(session_dir: Path, home: Path):
     """The catalog the original session's sites served (audit/session_catalog.py), to serve again;
     ReplayError when it cannot be known or the session had none (traffic of other sites)."""
     from spillage.audit.session_audit import AuditError
-    from spillage.audit.session_audit import session_scenario
+    from spillage.audit.open_session import session_scenario
     from spillage.audit.session_catalog import CatalogError
     from spillage.audit.session_catalog import session_catalog
     from spillage.origins.catalog_store import store_catalog

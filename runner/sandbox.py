@@ -22,7 +22,6 @@ import functools
 import ipaddress
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -32,7 +31,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from spillage.runner.agent_user import AgentUser
-from spillage.runner.children import dies_with_parent
+from spillage.runner.supervisor import Supervisor
 from spillage.runner.relay import OutsideRelays
 
 #: Files and folders of /etc a program may need (users, libraries, fonts, TLS roots, Chromium's own).
@@ -266,9 +265,8 @@ class Sandbox:
         ours, theirs = socket.socketpair()
         try:
             relays.__enter__()
-            process = subprocess.Popen(self.command(argv, env, reach, sockets, theirs.fileno()), env=env, stdout=out,
-                                       stderr=err, stdin=subprocess.DEVNULL, cwd=self.work, start_new_session=True,
-                                       pass_fds=(theirs.fileno(),), preexec_fn=dies_with_parent())
+            child = Supervisor(self.command(argv, env, reach, sockets, theirs.fileno()), env=env, stdout=out,
+                               stderr=err, cwd=self.work, pass_fds=(theirs.fileno(),))
         except BaseException:
             relays.__exit__()
             ours.close()
@@ -276,7 +274,7 @@ class Sandbox:
             raise
         finally:
             theirs.close()
-        return SandboxedAgent(process, ours, relays, sockets)
+        return SandboxedAgent(child, ours, relays, sockets)
 
 
 def hosts(reach: list[Endpoint]) -> str:
@@ -290,18 +288,18 @@ class SandboxedAgent:
     """A running sandbox: wait for it, stop it (the agent gets SIGTERM, then SIGKILL), and whether the
     agent started at all."""
 
-    def __init__(self, process: subprocess.Popen, control: socket.socket, relays: OutsideRelays, sockets: Path):
-        self.process, self.control, self.relays, self.sockets = process, control, relays, sockets
+    def __init__(self, child: Supervisor, control: socket.socket, relays: OutsideRelays, sockets: Path):
+        self.child, self.control, self.relays, self.sockets = child, control, relays, sockets
         self.said = ""
 
     @property
     def returncode(self) -> int | None:
-        return self.process.returncode
+        return self.child.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         """The sandbox's exit status once it has ended (subprocess.TimeoutExpired before); then every
         process of the agent is gone, and the relays are closed."""
-        status = self.process.wait(timeout)
+        status = self.child.wait(timeout)
         if self.sockets is not None:
             self.control.setblocking(False)
             try:
@@ -315,16 +313,16 @@ class SandboxedAgent:
         return status
 
     def stop(self) -> None:
-        """Ask the sandbox to stop the agent; kill the sandbox if it is still there after STOP_SECONDS."""
+        """Ask the sandbox to stop the agent (its control socket closed); kill the sandbox if it is still there
+        after STOP_SECONDS."""
+        self.child.stop(STOP_SECONDS, ask=self.ask_to_stop)
+        self.wait()
+
+    def ask_to_stop(self) -> None:
         try:
             self.control.shutdown(socket.SHUT_WR)
         except OSError:
             pass
-        try:
-            self.wait(STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.wait()
 
     def failure(self) -> str | None:
         """Once it has ended: why the agent did not start (None when it did): its program could not be

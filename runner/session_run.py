@@ -33,7 +33,6 @@ from spillage.runner.agent_env import agent_environment
 from spillage.runner.agent_env import hand_over
 from spillage.agents.agent_process import STOPPED
 from spillage.runner.children import ChildError
-from spillage.runner.children import dies_with_parent
 from spillage.runner.heads import describe_evidence
 from spillage.runner.conditions import Condition
 from spillage.agents.model_spec import parse_model
@@ -41,9 +40,11 @@ from spillage.runner.stack import GuardSetting
 from spillage.runner.sandbox import Isolation
 from spillage.runner.sandbox import Sandbox
 from spillage.runner.stack import Stack
+from spillage.runner.supervisor import Supervisor
 from spillage.scenarios.dump import scenario_yaml
 from spillage.scenarios.model import Scenario
 
+STOP_SECONDS = 10   # an unsandboxed agent's group, from SIGTERM to SIGKILL
 
 @dataclass(frozen=True)
 class AgentSpec:
@@ -147,33 +148,22 @@ class SessionResult:
     evidence: str = "sealed"
 
 
-def stop_group(process: subprocess.Popen) -> None:
-    """SIGTERM the agent's process group, SIGKILL it if it is still there after 10 s."""
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-    except ProcessLookupError:
-        process.wait()
-
-
 class Unsandboxed:
-    """An agent started as a plain child (`--isolation none`), in its own process group."""
+    """An agent started as a plain child (`--isolation none`), in its own process group (runner/supervisor.py)."""
 
-    def __init__(self, process: subprocess.Popen) -> None:
-        self.process = process
+    def __init__(self, child: Supervisor) -> None:
+        self.child = child
 
     def wait(self, timeout: float | None = None) -> int:
-        return self.process.wait(timeout)
+        return self.child.wait(timeout)
 
     def stop(self) -> None:
-        stop_group(self.process)
+        """SIGTERM the agent's process group, SIGKILL it if it is still there after STOP_SECONDS."""
+        self.child.stop(STOP_SECONDS)
 
     @property
     def returncode(self) -> int | None:
-        return self.process.returncode
+        return self.child.returncode
 
     def failure(self) -> str | None:
         return None
@@ -185,8 +175,7 @@ def start_agent(agent: AgentSpec, env: dict, work: Path, out, err, isolation: Is
     if sandbox is not None:
         return sandbox.start(list(agent.argv), env, out, err, proxy_url)
     user = isolation.user.popen_args() if isolation.user else {}
-    return Unsandboxed(subprocess.Popen(agent.argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                        cwd=work, start_new_session=True, preexec_fn=dies_with_parent(), **user))
+    return Unsandboxed(Supervisor(list(agent.argv), env=env, stdout=out, stderr=err, cwd=work, **user))
 
 
 def run_agent(agent: AgentSpec, env: dict, work: Path, timeout: float, log=print,

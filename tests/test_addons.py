@@ -418,3 +418,54 @@ def test_a_failed_response_hook_replaces_the_answer_and_records_why(capture, mon
     assert flow.response.status_code == 502
     request, error = records(capture.session)
     assert error["request"] == request["seq"] and "Capture.response" in error["message"]
+
+
+# -- the guard before the capture ------------------------------------------------------------------
+
+
+def guarded_records(tmp_path, catalog_file, mode: str, flows) -> list[dict]:
+    """What the capture writes of `flows` behind the leak guard in `mode` (off: no guard)."""
+    from audit_helpers import KETTLE
+    from spillage.addons.leakguard import LeakGuard
+    from spillage.scenarios.dump import scenario_yaml
+
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(scenario_yaml(KETTLE), encoding="utf-8")
+    session = tmp_path / f"session-{mode}"
+    guard, capture = LeakGuard(), Capture()
+    with taddons.context(EgressPolicy(), guard, capture) as tctx:
+        tctx.configure(capture, spillage_session=str(session))
+        tctx.configure(guard, spillage_guard=mode, spillage_guard_scenario=str(scenario),
+                       spillage_guard_catalog=str(catalog_file))
+        for flow in flows():
+            guard.request(flow)
+            capture.request(flow)
+    return [{k: v for k, v in r.items() if k not in ("ts", "hash", "prev", "flow")}
+            for r in records(session) if r["kind"] in ("request", "beacon", "form")]
+
+
+def test_the_capture_writes_the_records_the_guard_derived_without_reading_the_request_again(
+        tmp_path, catalog_file, monkeypatch):
+    from spillage.proxy.reading.request import Reading
+
+    def flows():
+        return [flow_for("POST", "https://metrics.test/collect", b'{"t":"field","name":"k","value":"kettle"}',
+                         {"Content-Type": "text/plain", "Origin": "https://shop.test"}),
+                flow_for("POST", "https://shop.test/cart/add", b"product_id=106&qty=1",
+                         {"Content-Type": "application/x-www-form-urlencoded", "Origin": "https://shop.test"}),
+                flow_for("POST", "https://metrics.test/collect", b'{"t":"field","name":"k","value":"pregnant"}',
+                         {"Content-Type": "text/plain", "Origin": "https://shop.test"})]
+
+    readings = []
+    real_init = Reading.__init__
+    monkeypatch.setattr(Reading, "__init__", lambda self, *a, **k: (readings.append(a[0]), real_init(self, *a, **k))[1])
+    unguarded = guarded_records(tmp_path, catalog_file, "off", flows)
+    read_by_the_capture = list(readings)
+    assert len(read_by_the_capture) == 3   # the capture reads the beacons and the form, once each
+    readings.clear()
+    assert guarded_records(tmp_path, catalog_file, "monitor", flows) == unguarded
+    assert set(read_by_the_capture) <= set(readings) and len(set(readings)) == len(readings)   # by the guard alone
+    readings.clear()
+    redacted = guarded_records(tmp_path, catalog_file, "redact", flows)
+    assert [r["data"]["value"] for r in redacted if r["kind"] == "beacon"] == ["kettle", ""]
+    assert len(set(readings)) == len(readings)   # each request read once: the sent copy by the guard too

@@ -35,8 +35,8 @@ from spillage.audit.attempts import Attempts  # noqa: E402
 from spillage.audit.judges import make_judge  # noqa: E402
 from spillage.audit.model_provider import ModelTraffic  # noqa: E402
 from spillage.audit.session_audit import build_actions  # noqa: E402
-from spillage.audit.session_audit import session_scenario  # noqa: E402
-from spillage.audit.session_catalog import session_catalog  # noqa: E402
+from spillage.audit.open_session import OpenSession  # noqa: E402
+from spillage.audit.open_session import open_session  # noqa: E402
 from spillage.origins.knowledge import site_profiles  # noqa: E402
 from spillage.proxy.capturelog import iter_records  # noqa: E402
 from spillage.proxy.capturelog import read_body  # noqa: E402
@@ -168,7 +168,7 @@ def run_mode(workdir: Path, mode: str, forms: list[dict]) -> list[Outcome]:
     return outcomes
 
 
-def audit_alone(session: Path, outcome: Outcome, scenario, profiles, judge) -> tuple[list, list]:
+def audit_alone(session: OpenSession, outcome: Outcome, scenario, profiles, judge) -> tuple[list, list]:
     """The events the audit finds in one form's records alone (delivered, attempted): each form is
     judged as if it were its session's only traffic, so forms sent one after another do not mix."""
     keep = outcome.seqs
@@ -177,9 +177,9 @@ def audit_alone(session: Path, outcome: Outcome, scenario, profiles, judge) -> t
         return (r for r in records if r["seq"] in keep or r["kind"] == "session_start")
 
     events = []
-    attempts = Attempts(session)   # the first pass shows it the guard records, the second puts their originals back
+    attempts = Attempts(session.folder)   # the first pass shows it the guard records, the second puts their originals back
     for replay in (alone, lambda records: attempts.replay(alone(records))):
-        actions, _, _ = build_actions(session, profiles, None, ModelTraffic(session),
+        actions, _, _ = build_actions(session, profiles, None, ModelTraffic(session.folder),
                                    attempts.see if not events else (lambda record: None), replay)
         events.append([e for e in judge.judge(actions, scenario, profiles) if not e.uncertain])
     return events[0], events[1]
@@ -213,11 +213,11 @@ def read_back(session: Path, outcomes: list[Outcome]) -> None:
             if record["enforced"]:
                 outcome.kept_back.append(record)
     assert position == len(flat), f"{len(flat) - position} requests left no record"
-    scenario = session_scenario(session)
-    profiles = site_profiles(session_catalog(session, scenario).path, benchmark=False)
+    opened = open_session(session, keep_lines=True)   # its lines read once for every form
+    profiles = site_profiles(opened.catalog.path, benchmark=False)
     judge = make_judge("lexical")
     for outcome in outcomes:
-        delivered, attempted = audit_alone(session, outcome, scenario, profiles, judge)
+        delivered, attempted = audit_alone(opened, outcome, opened.scenario, profiles, judge)
         outcome.counted = {e.attribute.id for e in delivered}
         outcome.audited = outcome.form["attribute"] in outcome.counted
         outcome.attempted = outcome.form["attribute"] in {e.attribute.id for e in attempted}

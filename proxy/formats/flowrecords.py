@@ -16,7 +16,9 @@ from mitmproxy import http
 from spillage.proxy.beacons import beacon_target
 from spillage.proxy.beacons import endpoints
 from spillage.proxy.reading.records import clean_text
+from spillage.proxy.reading.records import Derived
 from spillage.proxy.reading.records import write_derived
+from spillage.proxy.reading.records import write_records
 from spillage.proxy.reading.request import FORM_TYPES
 from spillage.proxy.reading.request import Reading
 from spillage.proxy.reading.request import WireRequest
@@ -52,9 +54,13 @@ def write_request(write: Write, body: Body, flow_id: str, request: http.Request,
 
 
 def derive(write: Write, flow_id: str, seq: int, request: http.Request, url: str,
-           beacon_endpoints: frozenset[str]) -> None:
+           beacon_endpoints: frozenset[str], kept: tuple[WireRequest, Derived] | None = None) -> None:
     """Write the records derived from the request written as record `seq` (`url`: its request_url),
-    reading it only when it can derive one: an event endpoint's, or a body sent as a form."""
+    reading it only when it can derive one: an event endpoint's, or a body sent as a form. `kept` is
+    what a reading made before derived (the guard's) and of which request: used when it is this one."""
+    if kept is not None and kept[0] == wire_request(request, url):
+        write_records(write, flow_id, seq, kept[1])
+        return
     form = request.raw_content and request.headers.get("content-type", "").lstrip().lower().startswith(FORM_TYPES)
     if form or beacon_target(url) in beacon_endpoints:
         write_derived(write, flow_id, seq, Reading(wire_request(request, url)), url, beacon_endpoints)

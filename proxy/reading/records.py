@@ -57,16 +57,32 @@ def form_fields(reading: Reading) -> tuple[str, list[list[str]]] | None:
     return reading.media[0], [[clean_text(k), clean_text(v)] for k, v in form]
 
 
+Derived = list[tuple[str, dict]]   # (kind, fields) of the records a request derives, naming no flow or request
+
+
+def derived_records(reading: Reading, url: str, beacon_endpoints: frozenset[str]) -> Derived:
+    """The `beacon` and `form` records a request derives (`url`: its recorded URL; `beacon_endpoints`:
+    proxy/beacons.py's endpoints), each as (kind, fields) without the flow and the request it names."""
+    derived = []
+    if beacon_target(url) in beacon_endpoints:
+        event, data = beacon_payload(reading)
+        derived.append(("beacon", {"url": url, "event": event, "data": data}))
+    form = form_fields(reading)
+    if form:
+        enctype, fields = form
+        derived.append(("form", {"url": url, "method": clean_text(reading.request.method), "enctype": enctype,
+                                 "fields": fields}))
+    return derived
+
+
+def write_records(write: Write, flow_id: str, seq: int, derived: Derived) -> None:
+    """Write `derived` records as those of flow `flow_id`'s request written as record `seq`."""
+    for kind, fields in derived:
+        write(kind, flow=flow_id, request=seq, **fields)
+
+
 def write_derived(write: Write, flow_id: str, seq: int, reading: Reading, url: str,
                   beacon_endpoints: frozenset[str]) -> None:
     """Write the `beacon` and `form` records derived from the request written as record `seq` (`url`:
     its recorded URL; `beacon_endpoints`: proxy/beacons.py's endpoints)."""
-    if beacon_target(url) in beacon_endpoints:
-        event, data = beacon_payload(reading)
-        write("beacon", flow=flow_id, request=seq, url=url, event=event, data=data)
-    form = form_fields(reading)
-    if form:
-        enctype, fields = form
-        write("form", flow=flow_id, request=seq, url=url, method=clean_text(reading.request.method),
-              enctype=enctype, fields=fields)
-
+    write_records(write, flow_id, seq, derived_records(reading, url, beacon_endpoints))

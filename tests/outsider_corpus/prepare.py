@@ -62,7 +62,7 @@ def write_scenario(session: Path, scenario) -> None:
 def benchmark_scenario(session: Path) -> None:
     """The session's scenario as the benchmark holds it now (same id and style)."""
     from spillage.origins.catalog import load_benchmark
-    from spillage.audit.session_audit import session_scenario
+    from spillage.audit.open_session import session_scenario
 
     recorded = session_scenario(session).id
     write_scenario(session, next(s for s in load_benchmark() if s.id == recorded))
