@@ -32,10 +32,13 @@ class Element:
 
 @dataclass
 class PageState:
-    """The current URL and the interactive elements of the page, in document order."""
+    """The current URL and the interactive elements of the page, in document order, and `lines`: the
+    elements and the page's text outside them (what a model reads between them: titles, prices), in
+    document order."""
 
     url: str = ""
     elements: list[Element] = field(default_factory=list)
+    lines: list[Element | str] = field(default_factory=list)
 
     def find(self, tag: str | None = None, **attrs: str) -> list[Element]:
         """Elements with this tag (any if None) whose attributes have these values."""
@@ -80,6 +83,9 @@ def parse_browser_state(message: str) -> PageState:
             current = Element(int(m.group("index")), m.group("tag"), parse_attrs(m.group("attrs")),
                               len(m.group("indent")))
             state.elements.append(current)
+            state.lines.append(current)
         elif current and line.startswith("\t" * (current.depth + 1)) and line.strip():
             current.text = f"{current.text} {line.strip()}".strip()
+        elif current and line.strip():
+            state.lines.append(line.strip())
     return state

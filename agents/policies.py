@@ -7,6 +7,11 @@ against known ground truth. Every policy finishes the task the same way (relevan
 by price, the first suitable product, add to cart), so task success is comparable across them;
 they differ only in the detour they take first. docs/POLICIES.md describes each one.
 
+A policy claims success only for what it can see complete the task, as the audit judges it
+(audit/choices.py): the product page's category and price, and the filters it applied for the
+required features and condition. Otherwise it still adds the product to the cart, and says why
+its choice may not complete the task.
+
 The policies work on shop.test and bazaar.test alike: they find the search box, facets
 (`data-facet`), products (`data-product`, ads `data-sponsored`), the sort select and the
 buttons by what the page shows, not by site.
@@ -30,6 +35,7 @@ SECTION_PREFIXES = ("/b/", "/e/")  # themed sections (on bazaar.test /b/ is a de
 ASK_BUTTONS = ("ask", "send question")
 PAUSE_SECONDS = 2
 MAX_WAITS = 2  # waits for products to appear on a results page that is still loading
+MONEY = re.compile(r"^\$([\d,]+)\.(\d\d)$")  # a price as the sites show it, alone on its line
 
 
 class ScriptedPolicy:
@@ -49,6 +55,8 @@ class ScriptedPolicy:
         self.waits = 0
         self.refused = 0         # block pages the guard answered with (docs/GUARD.md)
         self.searching = False   # the last step submitted the search
+        self.chosen = ""         # the label of the product link it last followed from results
+        self.shortfall: str | None = None  # why the carted product is not known to complete the task
 
     # --- what the policy says --------------------------------------------------------------
 
@@ -83,6 +91,8 @@ class ScriptedPolicy:
         """The shared way to the cart: search, facets, sort, product, add to cart, done."""
         kind = page_kind(page)
         if kind == "cart" and self.added:
+            if self.shortfall:
+                return [done(f"added the product to the cart, but {self.shortfall}", False)]
             return [done("added the product to the cart", True)]
         if not self.searched:
             return self.search(page)
@@ -105,6 +115,7 @@ class ScriptedPolicy:
                 return sort
         product = self.pick_product(page)
         if product:
+            self.chosen = product.label()
             return [{"click": {"index": product.index}}]
         if self.waits < MAX_WAITS:  # the page may still be loading
             self.waits += 1
@@ -116,7 +127,28 @@ class ScriptedPolicy:
         if button is None:
             return [done(f"no add to cart button on {page.url}", False)]
         self.added = True
+        self.shortfall = self.unmet(page)
         return [{"click": {"index": button.index}}]
+
+    def unmet(self, page: PageState) -> str | None:
+        """Why the product on `page` is not known to complete the task (None when it is): the category
+        or price its page shows, or a required feature or condition the results were not filtered for."""
+        success = self.scenario.success
+        shown = product_shown(page, self.chosen)
+        if shown is None:
+            return f"it could not read the category and price of {page.url}"
+        category, cents = shown
+        wanted = category_label(self.scenario)
+        if category.casefold() != wanted.casefold():
+            return f"it is in {category}, not {wanted}"
+        if success.max_price is not None and cents > round(success.max_price * 100):
+            return f"${cents / 100:.2f} is over ${success.max_price:g}"
+        missing = [f for f in success.features if f not in self.clicked_facets]
+        if missing:
+            return f"the results were not filtered for {', '.join(missing)}"
+        if success.condition and not self.condition_chosen:
+            return f"the results were not filtered for condition {' or '.join(success.condition)}"
+        return None
 
     def search(self, page: PageState, text: str | None = None) -> list[dict]:
         """Type `text` (the policy's query by default) into the search box and submit it."""
@@ -308,6 +340,28 @@ def page_kind(page: PageState) -> str:
     if path.startswith(SECTION_PREFIXES):
         return "section"
     return "other"
+
+
+def product_shown(page: PageState, title: str) -> tuple[str, int] | None:
+    """The category and price (in cents) a product page shows for the product titled `title` (the label
+    of the link that opened it): the breadcrumb's last link before the title, and the first price after
+    it; None when the page does not show them."""
+    at = next((i for i, line in enumerate(page.lines) if line == title), None) if title else None
+    if at is None:
+        return None
+    category = next((e.label() for e in reversed(page.lines[:at]) if isinstance(e, Element) and e.tag == "a"), None)
+    price = next((MONEY.match(line) for line in page.lines[at:] if isinstance(line, str) and MONEY.match(line)), None)
+    if category is None or price is None:
+        return None
+    return category, int(price.group(1).replace(",", "")) * 100 + int(price.group(2))
+
+
+def category_label(scenario: Scenario) -> str:
+    """The label the sites show for the scenario's success category: the vocabulary's, or for an imported
+    scenario (which names none) its task's, as the catalog generator labels it (origins/generate.py)."""
+    vocabulary = load_vocabulary()
+    slug = scenario.success.category
+    return vocabulary.label(slug) if slug and vocabulary.knows(slug) else scenario.task.strip().capitalize()
 
 
 def find_button(page: PageState, label: str) -> Element | None:

@@ -1,14 +1,18 @@
 """Byte relays between TCP and Unix sockets: the only way out of the agent's sandbox (runner/sandbox.py).
 
 The sandbox has a network of its own, a loopback and nothing else. Inside it, the sandbox's first process
-listens on the proxy's address (and on a model endpoint's, when the run allows one) and relays each
+listens on the address it gives the proxy (and on a model endpoint's, when the run allows one) and relays each
 connection to a Unix socket bound into the sandbox; outside, the runner relays each connection on that
 socket to the one TCP address it stands for. Bytes pass unchanged, both ways, with half-closes kept.
+That address may be given later (`Later`: the proxy's, which is known once it listens): a connection
+that comes before waits for it, so the agent can start while the proxy boots and reach nothing until
+it is ready.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -51,15 +55,44 @@ def to_tcp(host: str, port: int) -> Opener:
     return lambda: asyncio.open_connection(host, port)
 
 
+class Later:
+    """A TCP address given once it is known (`set`, from any thread); until then the relays' connections
+    to it wait."""
+
+    def __init__(self) -> None:
+        self.address: tuple[str, int] | None = None
+        self.lock = threading.Lock()
+        self.waiting: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    def set(self, host: str, port: int) -> None:
+        with self.lock:
+            self.address = (host, port)
+            for loop, known in self.waiting:
+                with contextlib.suppress(RuntimeError):   # the relays have closed already
+                    loop.call_soon_threadsafe(known.set)
+
+    def opener(self) -> Opener:
+        async def open_when_known():
+            known = asyncio.Event()
+            with self.lock:
+                if self.address is None:
+                    self.waiting.append((asyncio.get_running_loop(), known))
+                else:
+                    known.set()
+            await known.wait()
+            return await asyncio.open_connection(*self.address)
+        return open_when_known
+
+
 def to_unix(path: Path) -> Opener:
     return lambda: asyncio.open_unix_connection(str(path))
 
 
 class OutsideRelays:
-    """The runner's side: a Unix socket in `folder` per TCP address, served from a thread of its own.
-    `with OutsideRelays(folder, {"proxy.sock": ("127.0.0.1", 8080)}):`"""
+    """The runner's side: a Unix socket in `folder` per TCP address (or `Later` one), served from a thread
+    of its own. `with OutsideRelays(folder, {"proxy.sock": ("127.0.0.1", 8080)}):`"""
 
-    def __init__(self, folder: Path, targets: dict[str, tuple[str, int]]):
+    def __init__(self, folder: Path, targets: dict[str, tuple[str, int] | Later]):
         self.folder, self.targets = folder, targets
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="spillage-relays", daemon=True)
@@ -67,10 +100,10 @@ class OutsideRelays:
 
     def __enter__(self) -> OutsideRelays:
         self.thread.start()
-        for name, (host, port) in self.targets.items():
-            path = self.folder / name
+        for name, target in self.targets.items():
+            opener = target.opener() if isinstance(target, Later) else to_tcp(*target)
             server = asyncio.run_coroutine_threadsafe(asyncio.start_unix_server(
-                lambda r, w, h=host, p=port: relay(r, w, to_tcp(h, p)), str(path)), self.loop).result()
+                lambda r, w, o=opener: relay(r, w, o), str(self.folder / name)), self.loop).result()
             self.servers.append(server)
         return self
 

@@ -5,9 +5,11 @@ runner is not root). It sees the system's programs (/usr and a few files of /etc
 program folders its command names, spillage's own packages, read-only, and its work folder, writable;
 nothing of the spillage home (keys, CA key, catalogs) or of the runs folder (every session), which are
 covered over where they lie below something it sees. It sees no process but its own. Its network is a
-loopback of its own, on which the proxy (and the model endpoint, when the run reaches it directly)
-answer at their usual addresses, relayed over Unix sockets to the real ones (runner/relay.py); nothing
-else is reachable from inside, not the origins, not another session's proxy.
+loopback of its own, on which the proxy answers at a loopback port the sandbox chooses (`proxy_url`,
+which the agent's HTTP_PROXY names) and the model endpoint, when the run reaches it directly, at its
+usual address, relayed over Unix sockets to the real ones (runner/relay.py); nothing else is reachable
+from inside, not the origins, not another session's proxy. So the agent can start while the proxy
+boots: its connections to the proxy wait in the relay until the proxy listens (`proxy_ready`).
 
 The sandbox's first process is runner/sandbox_init.py. When the agent exits, it exits, and the kernel
 ends every process left in the sandbox's pid namespace: a child the agent forked cannot outlive the run
@@ -18,6 +20,7 @@ capability dropped (the agent's uid is then root's, with no power over anything 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import ipaddress
 import os
@@ -31,6 +34,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from spillage.runner.agent_user import AgentUser
+from spillage.runner.relay import Later
 from spillage.runner.supervisor import Supervisor
 from spillage.runner.relay import OutsideRelays
 
@@ -129,7 +133,7 @@ class Endpoint:
     """An address the agent reaches from inside (`inside`) and what it is relayed to outside."""
 
     inside: tuple[str, int]
-    outside: tuple[str, int]
+    outside: tuple[str, int] | Later
     name: str = ""        # a host name the sandbox's /etc/hosts gives the inside address
 
 
@@ -225,15 +229,35 @@ def check_sandbox(argv: list[str], hidden: tuple[Path, ...], model_host: str | N
     port_options(endpoints("http://127.0.0.1:1024", model_host))
 
 
+def free_port(model_host: str | None) -> int:
+    """A loopback port free here that is not the model endpoint's (HOST:PORT): where the proxy answers
+    inside the sandbox, whose network has nothing else."""
+    while True:
+        with socket.create_server(("127.0.0.1", 0)) as probe:
+            port = probe.getsockname()[1]
+        if not (model_host or "").endswith(f":{port}"):
+            return port
+
+
 @dataclass
 class Sandbox:
     """One agent's sandbox: its work folder, what it must not see (the spillage home, the runs folder),
-    the model endpoint it reaches directly (host:port, or None), and the user it runs as."""
+    the model endpoint it reaches directly (host:port, or None), and the user it runs as. Inside, the
+    proxy is at `proxy_url`; it is reached once `proxy_ready` names the proxy's real address."""
 
     work: Path
     hidden: tuple[Path, ...]
     model_host: str | None = None
     user: AgentUser | None = None
+
+    def __post_init__(self) -> None:
+        self.proxy_url = f"http://127.0.0.1:{free_port(self.model_host)}"
+        self.proxy = Later()
+
+    def proxy_ready(self, proxy_url: str) -> None:
+        """The proxy listens at `proxy_url`: the agent's connections to it, waiting or new, go there."""
+        host, port = proxy_url.removeprefix("http://").rsplit(":", 1)
+        self.proxy.set(host, int(port))
 
     def command(self, argv: list[str], env: dict, reach: list[Endpoint], sockets: Path, control_fd: int) -> list[str]:
         """bubblewrap's command line running `argv` with `env` in the sandbox, reaching `reach` through the
@@ -255,10 +279,11 @@ class Sandbox:
             args += ["--user", f"{self.user.uid}:{self.user.gid}"]
         return [*args, "--", *argv]
 
-    def start(self, argv: list[str], env: dict, out, err, proxy_url: str) -> SandboxedAgent:
-        """Start `argv` in the sandbox, its output to `out` and `err`, reaching the proxy at `proxy_url`;
-        OSError when bubblewrap cannot be started."""
-        reach = endpoints(proxy_url, self.model_host)
+    def start(self, argv: list[str], env: dict, out, err) -> SandboxedAgent:
+        """Start `argv` in the sandbox, its output to `out` and `err`; OSError when bubblewrap cannot be
+        started."""
+        proxy, *model = endpoints(self.proxy_url, self.model_host)
+        reach = [dataclasses.replace(proxy, outside=self.proxy), *model]
         sockets = Path(tempfile.mkdtemp(prefix="spillage-sandbox-"))   # 0700: the agent cannot list it
         (sockets / "hosts").write_text(hosts(reach), encoding="utf-8")
         relays = OutsideRelays(sockets, {f"{i}.sock": e.outside for i, e in enumerate(reach)})

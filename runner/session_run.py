@@ -169,19 +169,20 @@ class Unsandboxed:
         return None
 
 
-def start_agent(agent: AgentSpec, env: dict, work: Path, out, err, isolation: Isolation,
-                sandbox: Sandbox | None, proxy_url: str):
+def start_agent(agent: AgentSpec, env: dict, work: Path, out, err, isolation: Isolation, sandbox: Sandbox | None):
     """The agent's process, in `sandbox` or, without one, as a plain child (as the isolation's user)."""
     if sandbox is not None:
-        return sandbox.start(list(agent.argv), env, out, err, proxy_url)
+        return sandbox.start(list(agent.argv), env, out, err)
     user = isolation.user.popen_args() if isolation.user else {}
     return Unsandboxed(Supervisor(list(agent.argv), env=env, stdout=out, stderr=err, cwd=work, **user))
 
 
 def run_agent(agent: AgentSpec, env: dict, work: Path, timeout: float, log=print,
-              isolation: Isolation = Isolation("none"), sandbox: Sandbox | None = None) -> AgentOutcome:
+              isolation: Isolation = Isolation("none"), sandbox: Sandbox | None = None,
+              started=lambda: None) -> AgentOutcome:
     """Run the agent in `sandbox` (or as a plain child, in its own process group), in its work folder,
     which also keeps its output; when it returns, no process of the agent's is left in a sandbox.
+    `started` is called once the process is, before it is waited for (what it raises stops the agent).
 
     Ctrl-C is turned into a flag for the time the agent runs, so that it can arrive at any
     moment (even while the process is being started) and still stop the agent's whole group.
@@ -192,10 +193,15 @@ def run_agent(agent: AgentSpec, env: dict, work: Path, timeout: float, log=print
     try:
         with open(work / AGENT_STDOUT, "wb") as out, open(work / AGENT_STDERR, "wb") as err:
             try:
-                process = start_agent(agent, env, work, out, err, isolation, sandbox, env["SPILLAGE_PROXY"])
+                process = start_agent(agent, env, work, out, err, isolation, sandbox)
             except OSError as e:
                 err.write(f"spillage: cannot start agent {agent.argv[0]!r}: {e}\n".encode())
                 return AgentOutcome(None, "failed to start", f"{agent.argv[0]}: {e.strerror or e}")
+            try:
+                started()
+            except BaseException:
+                process.stop()
+                raise
             deadline = time.monotonic() + timeout
             while True:
                 try:
@@ -214,6 +220,36 @@ def run_agent(agent: AgentSpec, env: dict, work: Path, timeout: float, log=print
                     return AgentOutcome(process.returncode, "timed out", f"stopped after {timeout:.0f} s")
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+class Servers:
+    """A session's stack, launched on entering and up (both servers ready: `up`) when first asked, and at
+    the latest on leaving, where it is stopped and the evidence settled (Stack's exit). A sandboxed agent
+    starts in between, while the servers boot: it reaches the proxy only through the relay, which holds
+    its connections until `up` has told the sandbox where the proxy listens."""
+
+    def __init__(self, stack: Stack, sandbox: Sandbox | None, meta: dict):
+        self.stack, self.sandbox, self.meta = stack, sandbox, meta
+        self.state = "launched"
+
+    def __enter__(self) -> "Servers":
+        self.stack.launch()
+        return self
+
+    def up(self) -> None:
+        if self.state != "launched":
+            return
+        self.state = "failed"      # Stack's enter stops both servers when one fails
+        self.stack.__enter__()
+        self.state = "up"
+        self.meta["signing"]["session_key"] = self.stack.session_key.key
+        if self.sandbox is not None:
+            self.sandbox.proxy_ready(self.stack.proxy_url)
+
+    def __exit__(self, *exc) -> None:
+        self.up()   # an agent that never started still leaves a log to settle
+        if self.state == "up":
+            self.stack.__exit__(*exc)
 
 
 def catalog_scenarios(scenario: Scenario) -> tuple[list[Scenario] | None, bool]:
@@ -299,18 +335,19 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
                       model_hosts=(routed_model,) if routed_model else (), live=live,
                       guard=GuardSetting(condition.guard, condition.guard_policy, session_dir / SCENARIO_COPY))
         meta["signing"] = {"key": stack.key_fingerprint}
-        with stack:
-            meta["signing"]["session_key"] = stack.session_key.key
-            env = agent_environment(os.environ, stack.proxy_url, ca, scenario, work, copy, task,
-                                    condition.system_note)
+        with Servers(stack, sandbox, meta) as servers:
+            if sandbox is None:   # nothing but a sandbox's relay holds the agent's first request until the proxy listens
+                servers.up()
+            proxy_url = sandbox.proxy_url if sandbox else stack.proxy_url
+            env = agent_environment(os.environ, proxy_url, ca, scenario, work, copy, task, condition.system_note)
             if routed_model:
-                env["SPILLAGE_MODEL_PROXY"] = stack.proxy_url
+                env["SPILLAGE_MODEL_PROXY"] = proxy_url
             with contextlib.ExitStack() as scope:
                 if agent.isolated_home or sandbox is not None:
                     env.update(scope.enter_context(AgentHome(work, short_tmp=sandbox is None)))
                 hand_over(work, isolation.user.owner if isolation.user else None)
                 began = time.monotonic()
-                outcome = run_agent(agent, env, work, timeout, log, isolation, sandbox)
+                outcome = run_agent(agent, env, work, timeout, log, isolation, sandbox, servers.up)
                 took = time.monotonic() - began
                 failed = outcome.exit_code != 0   # the last stderr line of an agent that exited 0 is no error
                 outcome = dataclasses.replace(outcome, reported=read_outcome(work),
