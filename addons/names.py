@@ -20,6 +20,8 @@ from mitmproxy import ctx
 from mitmproxy import exceptions
 
 from spillage.addons.egress import live_patterns
+from spillage.addons.options import LIVE_MAP
+from spillage.addons.options import declare
 from spillage.addons.resolver import parse_origin
 from spillage.proxy.hosts import normalise_host
 from spillage.proxy.live import FakeInternet
@@ -39,11 +41,7 @@ class NameGuard:
         self.fake: FakeInternet | None = None
 
     def load(self, loader):
-        loader.add_option(
-            "spillage_live_map", str, "",
-            "Tests only (refused outside pytest): a JSON file of the fake internet, names to loopback "
-            "addresses in place of DNS and the CA of its servers (proxy/live.py: FakeInternet).",
-        )
+        declare(loader, LIVE_MAP)
 
     def configure(self, updated):
         if updated & {"spillage_origin", "spillage_model_hosts", "spillage_live"}:  # a list option is copied per read
