@@ -70,9 +70,9 @@ class Capture:
         declare(loader, SESSION, INLINE_LIMIT, BEACON_URLS, SIGNER_FD, CHECKPOINT_EVERY)
 
     def configure(self, updated):
-        if "spillage_beacon_urls" in updated:  # kept here: mitmproxy copies a list option on every read
+        if BEACON_URLS.name in updated:  # kept here: mitmproxy copies a list option on every read
             self.beacon_endpoints = endpoints(ctx.options.spillage_beacon_urls)
-        if "spillage_session" in updated and ctx.options.spillage_session:
+        if SESSION.name in updated and ctx.options.spillage_session:
             self.close("session changed")
             fd = ctx.options.spillage_signer_fd
             self.writer = CaptureWriter(

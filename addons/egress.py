@@ -75,9 +75,9 @@ class EgressPolicy:
         declare(loader, MODEL_HOSTS, LIVE)
 
     def configure(self, updated):
-        if "spillage_model_hosts" in updated:  # kept here: mitmproxy copies a list option on every read
+        if MODEL_HOSTS.name in updated:  # kept here: mitmproxy copies a list option on every read
             self.model_hosts = frozenset(ctx.options.spillage_model_hosts)
-        if "spillage_live" in updated:
+        if LIVE.name in updated:
             self.live = live_patterns(ctx.options.spillage_live)
 
     def allowed(self, host: str, port: int) -> bool:
@@ -120,6 +120,6 @@ class EgressPolicy:
 def live_patterns(values) -> tuple:
     """The `spillage_live` option's patterns; a bad one stops the proxy with what is wrong."""
     try:
-        return parse_live(list(values), "spillage_live")
+        return parse_live(list(values), LIVE.name)
     except LiveError as e:
         raise exceptions.OptionsError(str(e)) from None

@@ -35,7 +35,7 @@ class LoopbackResolver:
         declare(loader, ORIGIN)
 
     def configure(self, updated):
-        if "spillage_origin" in updated:
+        if ORIGIN.name in updated:
             value = ctx.options.spillage_origin
             try:
                 self.origin = parse_origin(value) if value else None
