@@ -3,7 +3,6 @@
 import logging
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from mitmproxy import ctx
@@ -17,10 +16,14 @@ from spillage.addons.failclosed import fail_closed
 from spillage.addons.guardnote import DERIVED_KEY
 from spillage.addons.guardnote import GUARD_KEY
 from spillage.addons.guardnote import request_sha256
+from spillage.addons.options import BEACON_URLS
+from spillage.addons.options import CHECKPOINT_EVERY
+from spillage.addons.options import INLINE_LIMIT
+from spillage.addons.options import SESSION
+from spillage.addons.options import SIGNER_FD
+from spillage.addons.options import declare
 from spillage.proxy.capturelog import CHECKPOINT_PREFIX
-from spillage.proxy.capturelog import DEFAULT_CHECKPOINT_EVERY
 from spillage.proxy.capturelog import SEALED_PREFIX
-from spillage.proxy.capturelog import DEFAULT_INLINE_LIMIT
 from spillage.proxy.capturelog import CaptureWriter
 from spillage.proxy.capturelog import canonical_json
 from spillage.proxy.beacons import DEFAULT_BEACON_URLS
@@ -65,34 +68,12 @@ class Capture:
         self.beacon_endpoints = endpoints(DEFAULT_BEACON_URLS)
 
     def load(self, loader):
-        loader.add_option(
-            "spillage_session", str, "",
-            "Session folder to write the capture log into (capture.jsonl, blobs/).",
-        )
-        loader.add_option(
-            "spillage_inline_limit", int, DEFAULT_INLINE_LIMIT,
-            "Bodies up to this many bytes are stored inline; larger ones go to blobs/.",
-        )
-        loader.add_option(
-            "spillage_beacon_urls", Sequence[str],
-            list(DEFAULT_BEACON_URLS),
-            "host/path of event endpoints whose requests are also recorded as beacons: the "
-            "third-party tracker's and the shops' own first-party event logs.",
-        )
-        loader.add_option(
-            "spillage_signer_fd", int, -1,
-            "File descriptor of a pipe holding the session key and its certificate; the log is signed "
-            "with it (-1: an unsigned log).",
-        )
-        loader.add_option(
-            "spillage_checkpoint_every", int, DEFAULT_CHECKPOINT_EVERY,
-            "Records between signed checkpoints (one is also written each second records arrive).",
-        )
+        declare(loader, SESSION, INLINE_LIMIT, BEACON_URLS, SIGNER_FD, CHECKPOINT_EVERY)
 
     def configure(self, updated):
-        if "spillage_beacon_urls" in updated:  # kept here: mitmproxy copies a list option on every read
+        if BEACON_URLS.name in updated:  # kept here: mitmproxy copies a list option on every read
             self.beacon_endpoints = endpoints(ctx.options.spillage_beacon_urls)
-        if "spillage_session" in updated and ctx.options.spillage_session:
+        if SESSION.name in updated and ctx.options.spillage_session:
             self.close("session changed")
             fd = ctx.options.spillage_signer_fd
             self.writer = CaptureWriter(

@@ -36,6 +36,9 @@ from spillage.addons.failclosed import fail_closed
 from spillage.addons.failclosed import failure_message
 from spillage.addons.failclosed import record_failure
 from spillage.addons.names import REFUSED
+from spillage.addons.options import LIVE
+from spillage.addons.options import MODEL_HOSTS
+from spillage.addons.options import ORIGIN
 from spillage.addons.resolver import parse_origin
 from spillage.proxy.hosts import is_test_host
 from spillage.proxy.hosts import normalise_host
@@ -63,7 +66,7 @@ class ConnectionGuard:
         self.requesting: set[str] = set()          # ids of clients whose last word was a request to a live host
 
     def configure(self, updated):
-        if updated & {"spillage_origin", "spillage_model_hosts", "spillage_live"}:  # a list option is copied per read
+        if updated & {ORIGIN.name, MODEL_HOSTS.name, LIVE.name}:  # a list option is copied per read
             try:
                 self.origin = parse_origin(ctx.options.spillage_origin) if ctx.options.spillage_origin else None
             except ValueError:  # the resolver refuses the option; here nothing is allowed

@@ -1,6 +1,5 @@
 """Refuse every host that is not ours, and say whether the browser or the agent asked for it."""
 
-from collections.abc import Sequence
 
 from mitmproxy import ctx
 from mitmproxy import exceptions
@@ -8,6 +7,9 @@ from mitmproxy import http
 from mitmproxy import version
 
 from spillage.addons.failclosed import fail_closed
+from spillage.addons.options import LIVE
+from spillage.addons.options import MODEL_HOSTS
+from spillage.addons.options import declare
 from spillage.proxy.hosts import background_reason
 from spillage.proxy.hosts import is_search_host
 from spillage.proxy.hosts import is_test_host
@@ -70,21 +72,12 @@ class EgressPolicy:
         self.live: tuple = ()
 
     def load(self, loader):
-        loader.add_option(
-            "spillage_model_hosts", Sequence[str], [],
-            "HOST:PORT of model endpoints the agent reaches through this proxy; they are let through "
-            "(and captured) so the model provider shows as an observer of its own.",
-        )
-        loader.add_option(
-            "spillage_live", Sequence[str], [],
-            "Live hosts (NAME, *.NAME, with :PORT or on 443 and 80) whose requests reach the real site, "
-            "captured; every other outside host stays refused (docs/EVIDENCE.md, Live sites).",
-        )
+        declare(loader, MODEL_HOSTS, LIVE)
 
     def configure(self, updated):
-        if "spillage_model_hosts" in updated:  # kept here: mitmproxy copies a list option on every read
+        if MODEL_HOSTS.name in updated:  # kept here: mitmproxy copies a list option on every read
             self.model_hosts = frozenset(ctx.options.spillage_model_hosts)
-        if "spillage_live" in updated:
+        if LIVE.name in updated:
             self.live = live_patterns(ctx.options.spillage_live)
 
     def allowed(self, host: str, port: int) -> bool:
@@ -127,6 +120,6 @@ class EgressPolicy:
 def live_patterns(values) -> tuple:
     """The `spillage_live` option's patterns; a bad one stops the proxy with what is wrong."""
     try:
-        return parse_live(list(values), "spillage_live")
+        return parse_live(list(values), LIVE.name)
     except LiveError as e:
         raise exceptions.OptionsError(str(e)) from None

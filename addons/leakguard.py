@@ -22,6 +22,8 @@ from spillage.addons.guardnote import DERIVED_KEY
 from spillage.addons.guardnote import GUARD_KEY
 from spillage.addons.guardnote import request_sha256
 from spillage.addons.guard_policy import MODES
+from spillage.addons.options import GUARD_OPTIONS
+from spillage.addons.options import declare
 from spillage.proxy.formats.flowrecords import header_pairs
 from spillage.proxy.reading.records import clean_text
 
@@ -48,15 +50,10 @@ class LeakGuard:
         self.guard = None   # a guard_engine.GuardEngine when the mode is not off (imported only then)
 
     def load(self, loader):
-        loader.add_option("spillage_guard", str, "off", f"what the guard does: {', '.join(MODES)}")
-        loader.add_option("spillage_guard_policy", str, "", "a guard policy file (docs/GUARD.md)")
-        loader.add_option("spillage_guard_scenario", str, "",
-                          "scenario file whose irrelevant attributes are guarded (when the policy names none)")
-        loader.add_option("spillage_guard_catalog", str, "", "catalog file of the sites the agent uses")
+        declare(loader, *GUARD_OPTIONS)
 
     def configure(self, updated):
-        if not updated & {"spillage_guard", "spillage_guard_policy", "spillage_guard_scenario",
-                          "spillage_guard_catalog"}:
+        if not updated & {o.name for o in GUARD_OPTIONS}:
             return
         mode = ctx.options.spillage_guard
         if mode not in MODES:

@@ -20,6 +20,11 @@ from mitmproxy import ctx
 from mitmproxy import exceptions
 
 from spillage.addons.egress import live_patterns
+from spillage.addons.options import LIVE
+from spillage.addons.options import LIVE_MAP
+from spillage.addons.options import MODEL_HOSTS
+from spillage.addons.options import ORIGIN
+from spillage.addons.options import declare
 from spillage.addons.resolver import parse_origin
 from spillage.proxy.hosts import normalise_host
 from spillage.proxy.live import FakeInternet
@@ -39,21 +44,17 @@ class NameGuard:
         self.fake: FakeInternet | None = None
 
     def load(self, loader):
-        loader.add_option(
-            "spillage_live_map", str, "",
-            "Tests only (refused outside pytest): a JSON file of the fake internet, names to loopback "
-            "addresses in place of DNS and the CA of its servers (proxy/live.py: FakeInternet).",
-        )
+        declare(loader, LIVE_MAP)
 
     def configure(self, updated):
-        if updated & {"spillage_origin", "spillage_model_hosts", "spillage_live"}:  # a list option is copied per read
+        if updated & {ORIGIN.name, MODEL_HOSTS.name, LIVE.name}:  # a list option is copied per read
             self.live = live_patterns(ctx.options.spillage_live)
             try:
                 origin = [parse_origin(ctx.options.spillage_origin)] if ctx.options.spillage_origin else []
             except ValueError:  # the resolver refuses the option
                 origin = []
             self.names = frozenset([*ctx.options.spillage_model_hosts, *(f"{h}:{p}" for h, p in origin)])
-        if "spillage_live_map" in updated:
+        if LIVE_MAP.name in updated:
             try:
                 self.fake = FakeInternet.load(ctx.options.spillage_live_map) if ctx.options.spillage_live_map else None
             except (LiveError, OSError, ValueError, KeyError) as e:

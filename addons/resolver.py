@@ -5,6 +5,8 @@ from mitmproxy import exceptions
 from mitmproxy import http
 
 from spillage.addons.failclosed import fail_closed
+from spillage.addons.options import ORIGIN
+from spillage.addons.options import declare
 from spillage.proxy.hosts import is_test_host
 
 
@@ -30,15 +32,10 @@ class LoopbackResolver:
         self.origin: tuple[str, int] | None = None
 
     def load(self, loader):
-        loader.add_option(
-            "spillage_origin",
-            str,
-            "",
-            "HOST:PORT of the loopback origin server that serves every *.test host.",
-        )
+        declare(loader, ORIGIN)
 
     def configure(self, updated):
-        if "spillage_origin" in updated:
+        if ORIGIN.name in updated:
             value = ctx.options.spillage_origin
             try:
                 self.origin = parse_origin(value) if value else None

@@ -27,7 +27,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
-from typing import Any, NamedTuple, TextIO
+from typing import Any, NamedTuple
 
 from spillage.proxy.capturelog import GENESIS
 from spillage.proxy.capturelog import MAX_LINE_BYTES
@@ -41,7 +41,6 @@ from spillage.proxy.capturelog import read_body
 from spillage.proxy.capturelog import read_line
 from spillage.proxy.capturelog import record_hash
 from spillage.proxy.layout import BLOB_DIR
-from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import blob_path
 from spillage.proxy.layout import capture_path
 from spillage.proxy.layout import CHECKPOINT_NOTE
@@ -57,7 +56,6 @@ from spillage.proxy.notes import parse_note
 from spillage.proxy.schema import record_valid
 from spillage.proxy.schema import record_valid_plain
 from spillage.proxy.schema import schema_problem
-from spillage.proxy.signing import SigningKeyError
 from spillage.proxy.signing import certificate_ok
 from spillage.proxy.signing import checkpoint_message
 from spillage.proxy.signing import fingerprint
@@ -817,28 +815,3 @@ def _check_cosigned(session: Path, walk: _Walk) -> tuple[str, str, int] | None:
     if note_signed(note, long_term_name(unb64(issuer)), issuer) is not True:
         return "not cosigned", f"{CHECKPOINT_NOTE} carries no valid signature of the issuer {walk.issuer()}", last
     return None
-
-
-def run_verify(path: str | os.PathLike[str], key: str | None = None, out: TextIO | None = None,
-               err: TextIO | None = None) -> int:
-    """Print the verdict on `out` and return 0 (OK) or 1 (damage); 2 for unusable input."""
-    out = out or sys.stdout
-    err = err or sys.stderr
-    given = Path(path)
-    log = capture_path(given)
-    if not given.exists():
-        print(f"spillage: {given}: no such file or folder", file=err)
-        return 2
-    if not log.is_file():
-        print(f"spillage: {given}: no {LOG_NAME} in this folder", file=err)
-        return 2
-    try:
-        result = verify(log, key)
-    except SigningKeyError as exc:
-        print(f"spillage: {exc}", file=err)
-        return 2
-    except OSError as exc:
-        print(f"spillage: {log}: cannot read: {exc.strerror or exc}", file=err)
-        return 2
-    print(result.summary(), file=out)
-    return 0 if result.ok else 1

@@ -36,9 +36,9 @@ from spillage.proxy.capturelog import utc_timestamp
 from spillage.proxy.layout import META_NAME
 from spillage.proxy.layout import REPORT_NAME
 from spillage.proxy.layout import read_meta
-from spillage.runner.console import AGENT_FAILED
-from spillage.runner.console import DAMAGED
-from spillage.runner.console import OK
+from spillage.proxy.settings import AGENT_FAILED
+from spillage.proxy.settings import DAMAGED
+from spillage.proxy.settings import OK
 from spillage.runner.matrix import Matrix
 from spillage.runner.matrix import RunSpec
 from spillage.runner.supervisor import Supervisor
@@ -394,7 +394,7 @@ EVIDENCE_FAILURES = ("evidence ", "capture damaged")   # how classify words a ce
 
 
 def batch_status(states: dict, runs) -> int:
-    """The batch's exit status (runner/console.py): 0 when every run is done; 1 when a run's evidence
+    """The batch's exit status (proxy/settings.py): 0 when every run is done; 1 when a run's evidence
     is not clean; else 3 when a run failed, timed out or has not run."""
     outcomes = [states.get(r.key, {}) for r in runs]
     if all(o.get("outcome") == "done" for o in outcomes):

@@ -39,6 +39,9 @@ from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import META_NAME
 from spillage.proxy.layout import make_private_dir
 from spillage.proxy.layout import read_meta
+from spillage.proxy.settings import DEFAULT_HOME
+from spillage.proxy.settings import SEED
+from spillage.proxy.settings import TIMEOUT
 from spillage.proxy.signing import pinned_fingerprint
 from spillage.proxy.verify import verify
 from spillage.runner.batch import SEAL_SECONDS
@@ -50,7 +53,6 @@ from spillage.runner.batch import classify
 from spillage.runner.batch import prepare_home
 from spillage.runner.batch import run_arguments
 from spillage.runner.batch import spillage_run
-from spillage.runner.console import DEFAULT_HOME
 from spillage.runner.matrix import RunSpec
 
 BROWSER = "browser"    # the worker resource a cell takes one of: `dask worker ... --resources browser=N`
@@ -221,9 +223,9 @@ class Cell:
     scenario: str                   # a benchmark id, or the file name of `scenario_file`
     arguments: tuple[str, ...]      # the rest of `spillage run`'s arguments (run_arguments, or `-- CMD`)
     batch: str                      # this invocation of the batch: names its stop event, start events, tasks
-    seed: int = 0
+    seed: int = SEED.default
     autogen: bool = False
-    seconds: float = 300 + SETUP_SECONDS  # then the child is asked to stop
+    seconds: float = TIMEOUT.default + SETUP_SECONDS  # then the child is asked to stop
     scenario_file: bytes | None = None    # a scenario file of one's own travels with its cell
     style: str | None = None
     guard_policy: bytes | None = None     # so does the guard's policy file (docs/GUARD.md)

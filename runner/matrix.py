@@ -10,7 +10,7 @@
       - {name: sanitized, prompt: sanitized}
       - {name: note, system_note: "Share only what the task needs."}
     repeats: 1
-    max_steps: 50                     # the paper's limits
+    max_steps: 50                     # the paper's limits (proxy/settings.py holds the defaults)
     timeout: 300
     seed: 0                           # catalog seed of the sites
     model_via_proxy: false            # send model calls through the proxy (the provider as observer)
@@ -30,9 +30,13 @@ from spillage.proxy.documents import DocumentError
 from spillage.proxy.documents import load_yaml
 from spillage.proxy.live import LiveError
 from spillage.proxy.live import live_hosts
+from spillage.proxy.settings import ISOLATION
+from spillage.proxy.settings import MAX_STEPS
+from spillage.proxy.settings import SEED
+from spillage.proxy.settings import STYLES
+from spillage.proxy.settings import TIMEOUT
 from spillage.runner.conditions import PROMPTS
 from spillage.runner.conditions import Condition
-from spillage.runner.console import ISOLATION
 from spillage.agents.model_spec import ModelSpecError
 from spillage.agents.model_spec import parse_model
 from spillage.scenarios.files import BENCHMARK_DIRS
@@ -40,7 +44,6 @@ from spillage.scenarios.loader import ScenarioError
 from spillage.scenarios.loader import load_file
 from spillage.scenarios.loader import resolve_scenario
 from spillage.scenarios.files import scenario_files
-from spillage.scenarios.model import STYLES
 from spillage.scenarios.model import Scenario
 
 FRAMEWORKS = ("browser-use", "autogen")
@@ -138,9 +141,9 @@ def load_matrix(path: Path) -> Matrix:
         twice = next(k for k in keys if keys.count(k) > 1)
         raise fields.error("", f"two runs would share the name {twice}: give conditions distinct names")
     return Matrix(name=name, file=path, runs=runs,
-                  max_steps=fields.number("max_steps", 50, minimum=1),
-                  timeout=float(fields.number("timeout", 300, minimum=1)),
-                  seed=fields.number("seed", 0), model_via_proxy=fields.flag("model_via_proxy"),
+                  max_steps=fields.number(MAX_STEPS.name, MAX_STEPS.default, minimum=1),
+                  timeout=float(fields.number(TIMEOUT.name, TIMEOUT.default, minimum=1)),
+                  seed=fields.number(SEED.name, SEED.default), model_via_proxy=fields.flag("model_via_proxy"),
                   isolation=fields.choice("isolation", ISOLATION), live=fields.live())
 
 

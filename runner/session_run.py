@@ -24,6 +24,8 @@ from spillage.proxy.layout import create_work_folder
 from spillage.proxy.layout import seal_permissions
 from spillage.proxy.layout import write_meta
 from spillage.proxy.live import live_meta
+from spillage.proxy.settings import SEED
+from spillage.proxy.settings import TIMEOUT
 from spillage.addons.mitm.ca import ensure_ca
 from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.undumpable import forbid_dumps
@@ -280,7 +282,7 @@ def benchmark_own(scenario: Scenario) -> bool:
 
 
 def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
-                home: Path, timeout: float = 300, log=print, seed: int = 0,
+                home: Path, timeout: float = TIMEOUT.default, log=print, seed: int = SEED.default,
                 condition: Condition = Condition(), session_name: str | None = None,
                 model_via_proxy: bool = False, isolation: Isolation = Isolation("sandbox"),
                 live: tuple[str, ...] = ()) -> SessionResult:

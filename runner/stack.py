@@ -19,6 +19,10 @@ from spillage.proxy.layout import PROXY_LOG
 from spillage.addons.mitm.ca import CertAuthority
 from spillage.addons.mitm.launcher import mitmdump_command
 from spillage.addons.mitm.launcher import mitmdump_env
+from spillage.addons.options import GUARD
+from spillage.addons.options import GUARD_CATALOG
+from spillage.addons.options import GUARD_POLICY
+from spillage.addons.options import GUARD_SCENARIO
 from spillage.proxy.signing import SessionKey
 from spillage.proxy.signing import Signer
 from spillage.proxy.signing import fingerprint
@@ -55,9 +59,9 @@ class GuardSetting:
 
 def guard_options(guard: GuardSetting, catalog: Path) -> list[str]:
     """mitmdump options that switch the leak guard on (addons/leakguard.py)."""
-    options = {"spillage_guard": guard.mode, "spillage_guard_policy": guard.policy,
-               "spillage_guard_scenario": str(guard.scenario or ""), "spillage_guard_catalog": str(catalog)}
-    return [arg for name, value in options.items() if value for arg in ("--set", f"{name}={value}")]
+    options = ((GUARD, guard.mode), (GUARD_POLICY, guard.policy), (GUARD_SCENARIO, str(guard.scenario or "")),
+               (GUARD_CATALOG, str(catalog)))
+    return [arg for option, value in options if value for arg in option.set(value)]
 
 
 def key_pipe(session_key: SessionKey) -> int:

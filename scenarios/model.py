@@ -4,10 +4,10 @@ import re
 from dataclasses import dataclass
 from dataclasses import field
 
+from spillage.proxy.settings import SITES  # noqa: F401 - the scenario model names them (proxy/settings.py)
+from spillage.proxy.settings import STYLES
 from spillage.scenarios.matching import find_form
 
-SITES = ("shop.test", "bazaar.test")
-STYLES = ("chat", "email", "generic")
 CLASSES = (
     "health", "mental health", "reproductive", "family/marital", "sexuality", "religion",
     "ethnicity/culture", "finances", "employment", "location", "age", "disability",

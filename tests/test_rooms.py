@@ -89,7 +89,7 @@ def loaded_after(modules: list[str]) -> list[str]:
 
 
 CORE = ("capturelog", "layout", "merkle", "signing", "verify", "proofs", "refusal", "hosts", "seal", "version",
-        "reading")
+        "reading", "settings")
 
 
 def test_the_evidence_core_and_the_reading_load_no_mitmproxy_and_nothing_above_them():

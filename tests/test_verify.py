@@ -1,8 +1,7 @@
-"""`verify` finds and classifies every kind of damage; `run_verify` prints and exits right."""
+"""`verify` finds and classifies every kind of damage; `spillage verify` prints and exits right."""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
@@ -11,7 +10,8 @@ from capture_helpers import BIG, lines_of, put_lines, seal_meta, write_session
 
 from spillage.proxy.capturelog import canonical_json, record_hash
 from spillage.proxy.layout import LOG_NAME
-from spillage.proxy.verify import DAMAGE, VerifyResult, run_verify, verify
+from spillage.proxy.verify import DAMAGE, VerifyResult, verify
+from spillage.runner.cli import main
 
 
 @pytest.fixture
@@ -193,16 +193,19 @@ def test_meta_without_capture_is_ignored_but_broken_meta_is_not(session: Path) -
     assert damage(session)[0] == "modified"
 
 
-# -- run_verify --------------------------------------------------------------------------
+# -- spillage verify ---------------------------------------------------------------------
 
 
-def run(path: Path) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = run_verify(path, out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
+@pytest.fixture
+def run(capsys):
+    """`spillage verify PATH`: (status, stdout, stderr)."""
+    def verify_command(path: Path) -> tuple[int, str, str]:
+        code = main(["verify", str(path)])
+        return code, *capsys.readouterr()
+    return verify_command
 
 
-def test_run_verify_ok(session: Path) -> None:
+def test_spillage_verify_ok(session: Path, run) -> None:
     head = json.loads(lines_of(session)[-1])["hash"]
     n = len(lines_of(session))
     unsigned = "; unsigned: nothing but a head kept elsewhere protects it from a consistent rewrite " \
@@ -211,7 +214,7 @@ def test_run_verify_ok(session: Path) -> None:
     assert run(session / LOG_NAME) == (0, f"OK {n} records, head {head}{unsigned}\n", "")
 
 
-def test_run_verify_fail(session: Path) -> None:
+def test_spillage_verify_fail(session: Path, run) -> None:
     lines = lines_of(session)
     put_lines(session, lines[:3] + lines[4:])
     code, out, err = run(session)
@@ -222,7 +225,7 @@ def test_run_verify_fail(session: Path) -> None:
     )
 
 
-def test_run_verify_fail_torn(session: Path) -> None:
+def test_spillage_verify_fail_torn(session: Path, run) -> None:
     lines = lines_of(session)
     put_lines(session, lines[:-1] + [lines[-1][:10]])
     code, out, _ = run(session)
@@ -232,7 +235,7 @@ def test_run_verify_fail_torn(session: Path) -> None:
     assert out.count("\n") == 1
 
 
-def test_run_verify_unusable_input(tmp_path: Path) -> None:
+def test_spillage_verify_unusable_input(tmp_path: Path, run) -> None:
     code, out, err = run(tmp_path / "nope")
     assert (code, out) == (2, "") and err.count("\n") == 1 and "no such file" in err
     code, out, err = run(tmp_path)

@@ -7,6 +7,13 @@ from pathlib import Path
 
 from spillage.proxy.live import FAKE_INTERNET_ENV
 from spillage.addons.mitm.ca import CertAuthority
+from spillage.addons.options import INLINE_LIMIT
+from spillage.addons.options import LIVE
+from spillage.addons.options import LIVE_MAP
+from spillage.addons.options import MODEL_HOSTS
+from spillage.addons.options import ORIGIN
+from spillage.addons.options import SESSION
+from spillage.addons.options import SIGNER_FD
 
 # Located by name: the evidence core never imports the addons (they import it).
 ADDON_SCRIPT = Path(find_spec("spillage.addons.bundle").origin)
@@ -42,20 +49,20 @@ def mitmdump_command(
         "--set", "connection_strategy=lazy",
         "--set", "flow_detail=0",
         "-s", str(GUARDED_SCRIPT if guarded else ADDON_SCRIPT),
-        "--set", f"spillage_origin={origin}",
+        *ORIGIN.set(origin),
     ]
     if session_dir is not None:
-        argv += ["--set", f"spillage_session={session_dir}"]
+        argv += SESSION.set(session_dir)
     if inline_limit is not None:
-        argv += ["--set", f"spillage_inline_limit={inline_limit}"]
+        argv += INLINE_LIMIT.set(inline_limit)
     if signer_fd is not None:
-        argv += ["--set", f"spillage_signer_fd={signer_fd}"]
+        argv += SIGNER_FD.set(signer_fd)
     for host in model_hosts:
-        argv += ["--set", f"spillage_model_hosts={host}"]
+        argv += MODEL_HOSTS.set(host)
     for pattern in live:
-        argv += ["--set", f"spillage_live={pattern}"]
+        argv += LIVE.set(pattern)
     if live and os.environ.get(FAKE_INTERNET_ENV):
-        argv += ["--set", f"spillage_live_map={os.environ[FAKE_INTERNET_ENV]}"]
+        argv += LIVE_MAP.set(os.environ[FAKE_INTERNET_ENV])
     return argv
 
 

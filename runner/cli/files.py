@@ -2,7 +2,7 @@
 
 An import builds the session in a temporary folder next to `--out` and renames it into place at the
 end, so a failed import leaves nothing behind; an export writes its file the same way. A file that
-cannot be read exits 2, a session that does not verify 1 (runner/console.py).
+cannot be read exits 2, a session that does not verify 1 (proxy/settings.py).
 """
 
 import hashlib
@@ -11,16 +11,37 @@ import secrets
 import sys
 from pathlib import Path
 
-from spillage.runner.console import DAMAGED
-from spillage.runner.console import fail
+from spillage.proxy.settings import DAMAGED
+from spillage.runner.cli.console import spillage_home
+from spillage.runner.cli.verbs import Refusal
+from spillage.runner.cli.verbs import arg
+from spillage.runner.cli.verbs import catalog_seed
+from spillage.runner.cli.verbs import require_sessions
+from spillage.runner.cli.verbs import session_arg
+from spillage.runner.cli.verbs import style
+from spillage.runner.cli.verbs import verb
 
 FORMATS = ("har", "mitm", "pcap")
 
 
+@verb("import", help="turn a HAR, mitmproxy flow or pcap file into a session folder",
+      args=[
+          arg("file", type=Path, help="the capture file"),
+          arg("--scenario", required=True, help="scenario file or id the traffic is audited against"),
+          style("style of a persona file"),
+          arg("--out", required=True, type=Path, help="the new session folder (must not exist)"),
+          arg("--format", choices=FORMATS, help="the file's format (default: from its first bytes)"),
+          catalog_seed("seed of the catalog copied in (default %(default)s)"),
+          arg("--no-catalog", action="store_true",
+              help="do not build our sites' catalog into the session (traffic of other sites)"),
+      ])
+
 def cmd_import(args) -> int:
+    """Read a capture file (format guessed from its first bytes unless --format) into a new session folder that
+    `spillage verify` and `spillage audit` accept; its log starts with an `import` record naming the file and
+    its SHA-256 (docs/CAPTURE_FILES.md)."""
     from spillage.proxy.layout import make_private_dir
     from spillage.proxy.signing import load_or_create_key
-    from spillage.runner.console import spillage_home
     from spillage.proxy.formats.imports import ImportFailure
     from spillage.proxy.formats.imports import check_format
     from spillage.scenarios.loader import ScenarioError
@@ -28,16 +49,16 @@ def cmd_import(args) -> int:
 
     source, out = Path(args.file), Path(args.out).resolve()
     if not source.is_file():
-        return fail(f"{source}: no such file")
+        raise Refusal(f"{source}: no such file")
     if out.exists():
-        return fail(f"{out}: already exists; give a new session folder")
+        raise Refusal(f"{out}: already exists; give a new session folder")
     try:
         scenario = resolve_scenario(args.scenario, args.style)
         fmt = check_format(source, args.format)
     except (ScenarioError, ImportFailure) as e:
-        return fail(str(e))
+        raise Refusal(str(e))
     except OSError as e:
-        return fail(f"{source}: {e.strerror or e}")
+        raise Refusal(f"{source}: {e.strerror or e}")
     tmp = out.parent / f".{out.name}.importing-{secrets.token_hex(3)}"
     out.parent.mkdir(parents=True, exist_ok=True)
     make_private_dir(tmp)
@@ -49,9 +70,9 @@ def cmd_import(args) -> int:
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(e, ImportFailure):
-            return fail(str(e))
+            raise Refusal(str(e))
         if isinstance(e, OSError):
-            return fail(f"{e.filename or source}: {e.strerror or e}")
+            raise Refusal(f"{e.filename or source}: {e.strerror or e}")
         raise
     for line in import_summary(source, fmt, record):
         print(f"spillage: {line}", file=sys.stderr)
@@ -118,7 +139,18 @@ def build_session(source: Path, fmt: str, session_dir: Path, name: str, scenario
     return record
 
 
+@verb("export", help="write a session's traffic as HAR, mitmproxy flows or pcap",
+      args=[
+          session_arg(),
+          arg("--format", required=True, choices=FORMATS),
+          arg("--out", required=True, type=Path, help="the file to write (replaced atomically)"),
+          arg("--redact-cookies", action="store_true",
+              help="replace the values of cookies and other credentials in headers by REDACTED (names kept): "
+                   "a file to share from a session on live sites"),
+      ])
 def cmd_export(args) -> int:
+    """Write a session's requests and responses as HAR 1.2, a mitmproxy flow file or a pcap that Wireshark/tshark
+    dissect (docs/CAPTURE_FILES.md). The log is verified first."""
     from spillage.proxy.layout import LOG_NAME
     from spillage.proxy.capturelog import CaptureError
     from spillage.proxy.documents import DocumentError
@@ -126,22 +158,21 @@ def cmd_export(args) -> int:
     from spillage.proxy.live import live_notice
     from spillage.proxy.verify import verify
 
-    session, out = Path(args.session), Path(args.out)
-    if not (session / LOG_NAME).is_file():
-        return fail(f"{session}: no {LOG_NAME} here; is this a session folder?")
+    session, out = args.session, args.out
+    require_sessions(session)
     check = verify(session)
     if not check.ok:
-        return fail(f"{check.summary().removeprefix('FAIL ')}", DAMAGED)
+        raise Refusal(f"{check.summary().removeprefix('FAIL ')}", DAMAGED)
     if not out.parent.is_dir():
-        return fail(f"{out.parent}: no such folder")
+        raise Refusal(f"{out.parent}: no such folder")
     try:
         n = export_session(session, args.format, out, args.redact_cookies)
     except DocumentError as e:
-        return fail(str(e))
+        raise Refusal(str(e))
     except (CaptureError, ValueError) as e:
-        return fail(f"{session / LOG_NAME}: {e}")
+        raise Refusal(f"{session / LOG_NAME}: {e}")
     except OSError as e:
-        return fail(f"{e.filename or out}: {e.strerror or e}")
+        raise Refusal(f"{e.filename or out}: {e.strerror or e}")
     print(f"spillage: exported {n} exchanges of {session.name} as {args.format}"
           + (", credentials redacted" if args.redact_cookies else ""), file=sys.stderr)
     notice = live_notice(session, "the export")
@@ -150,34 +181,4 @@ def cmd_export(args) -> int:
                                        if args.redact_cookies else "; --redact-cookies keeps them out"), file=sys.stderr)
     print(out)
     return 0
-
-
-def add_commands(sub) -> None:
-    """Add `import` and `export` to the `spillage` parser's subparsers `sub`."""
-    imp = sub.add_parser(
-        "import", help="turn a HAR, mitmproxy flow or pcap file into a session folder",
-        description="Read a capture file (format guessed from its first bytes unless --format) into a new "
-                    "session folder that `spillage verify` and `spillage audit` accept; its log starts with "
-                    "an `import` record naming the file and its SHA-256 (docs/CAPTURE_FILES.md).")
-    imp.add_argument("file", type=Path, help="the capture file")
-    imp.add_argument("--scenario", required=True, help="scenario file or id the traffic is audited against")
-    imp.add_argument("--style", choices=["chat", "email", "generic"], help="style of a persona file")
-    imp.add_argument("--out", required=True, type=Path, help="the new session folder (must not exist)")
-    imp.add_argument("--format", choices=FORMATS, help="the file's format (default: from its first bytes)")
-    imp.add_argument("--seed", type=int, default=0, help="seed of the catalog copied in (default 0)")
-    imp.add_argument("--no-catalog", action="store_true",
-                     help="do not build our sites' catalog into the session (traffic of other sites)")
-    imp.set_defaults(func=cmd_import)
-
-    exp = sub.add_parser(
-        "export", help="write a session's traffic as HAR, mitmproxy flows or pcap",
-        description="Write a session's requests and responses as HAR 1.2, a mitmproxy flow file or a pcap "
-                    "that Wireshark/tshark dissect (docs/CAPTURE_FILES.md). The log is verified first.")
-    exp.add_argument("session", type=Path, help="session folder")
-    exp.add_argument("--format", required=True, choices=FORMATS)
-    exp.add_argument("--out", required=True, type=Path, help="the file to write (replaced atomically)")
-    exp.add_argument("--redact-cookies", action="store_true",
-                     help="replace the values of cookies and other credentials in headers by REDACTED (names "
-                          "kept): a file to share from a session on live sites")
-    exp.set_defaults(func=cmd_export)
 
