@@ -42,10 +42,9 @@ class Layout:
     """A site's page template (templates/<name>.html) with $title, $query, $body, $categories (the
     search form's options) and $nav (links to the categories) slots."""
 
-    def __init__(self, name: str, site_name: str, categories=(), none_selected: str | None = None, nav: str = ""):
+    def __init__(self, name: str, categories=(), none_selected: str | None = None, nav: str = ""):
         text = resources.files(__package__).joinpath(f"templates/{name}.html").read_text("utf-8")
         self.template = Template(text)
-        self.site_name = site_name
         self.categories, self.none_selected, self.nav = categories, none_selected, nav
 
     def render(self, resp, title: str, body: str, query: str = "", category: str | None = None) -> None:

@@ -88,8 +88,7 @@ class SiteSpec:
     origins/sites/<site>.yaml (`load_spec`) and the code the site module gives it."""
 
     site: str
-    name: str                    # its name, and templates/<template>.html its layout
-    template: str
+    template: str                # templates/<template>.html is its layout
     all_categories: str          # the search form's first category option
     all_selected: bool           # … marked selected when no category is chosen
     paths: Paths

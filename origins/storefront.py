@@ -130,7 +130,7 @@ class Storefront:
         self.categories = catalog.categories(spec.site)
         choices = [("", spec.all_categories)] + [(c.slug, c.label) for c in self.categories]
         nav = "".join(f'<a href="{spec.paths.department}{esc(c.slug)}">{esc(c.label)}</a>\n' for c in self.categories)
-        self.layout = Layout(spec.template, spec.name, choices, "" if spec.all_selected else None, nav)
+        self.layout = Layout(spec.template, choices, "" if spec.all_selected else None, nav)
         self.store = VisitorStore()
         self.pages = spec.pages(self)
 
