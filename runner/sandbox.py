@@ -41,7 +41,7 @@ ETC = ("passwd", "group", "nsswitch.conf", "host.conf", "gai.conf", "ld.so.cache
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 OWN = ("/dev", "/proc", "/sys", "/run", "/etc")   # the sandbox's own (or, for /etc, a chosen few of its files)
 SOCKETS = Path("/run/spillage")         # where the relays' Unix sockets are, inside
-PACKAGES = ("proxy", "addons", "origins", "scenarios", "runner", "audit", "reports")
+PACKAGES = ("proxy", "addons", "origins", "scenarios", "runner", "audit", "reports", "agents")
 STOP_SECONDS = 15                       # for sandbox_init to stop the agent (it gives it 10 s)
 PRIVILEGED_PORTS = 1024
 
