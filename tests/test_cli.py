@@ -138,3 +138,15 @@ def test_every_option_with_a_default_names_it_in_its_help():
             if "default" not in (action.help or "") and str(action.default) not in (action.help or ""):
                 silent.append(f"{command} {action.option_strings[0]} (default {action.default!r})")
     assert not silent, silent
+
+
+def test_the_verbs_call_functions_not_other_parsers():
+    """No module of the command room imports another program's `main` (or builds an argv for one)."""
+    import ast
+
+    called = [f"{path.name}: {node.module}.{alias.name}"
+              for path in sorted((Path(__file__).resolve().parents[1] / "runner" / "cli").glob("*.py"))
+              for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+              if isinstance(node, ast.ImportFrom) and node.module and not node.module.startswith("spillage.runner.cli")
+              for alias in node.names if alias.name == "main"]
+    assert called == []

@@ -24,6 +24,7 @@ from spillage.runner.cli.verbs import add_verbs
 class Parser(argparse.ArgumentParser):
     """argparse with the one line every other bad input gets (`spillage: batch: argument --jobs: …`),
     exit 2. Its subcommands' parsers are of this class too."""
+
     def error(self, message: str):
         command = self.prog.removeprefix("spillage").strip()
         progress(f"{command + ': ' if command else ''}{message} (`{self.prog} --help` lists the options)")
@@ -93,6 +94,7 @@ def internal_error(error: BaseException) -> int:
 
 class VersionAction(argparse.Action):
     """`--version`: the versions are looked up only when asked for (importlib.metadata is slow to import)."""
+
     def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
                          help="show the versions of spillage, mitmproxy and Python, and exit")

@@ -8,6 +8,7 @@ from spillage.addons.guard_policy import MODES as GUARD_MODES
 from spillage.agents.model_spec import DEFAULT_MODEL
 from spillage.agents.model_spec import MODEL_HELP
 from spillage.proxy.settings import AGENT_FAILED
+from spillage.proxy.settings import DAMAGED
 from spillage.proxy.settings import DEFAULT_RUNS
 from spillage.proxy.settings import INTERRUPTED
 from spillage.proxy.settings import ISOLATION
@@ -135,7 +136,7 @@ def cmd_run(args) -> int:
     if not result.capture_ok:
         progress(f"the evidence is not clean ({result.evidence}): `spillage verify {result.session_dir}` "
                  "says why")
-        return 1
+        return DAMAGED
     if args.audit:
         from spillage.audit.session_audit import AuditError   # the audit's modules: once the run is over
         from spillage.audit.session_audit import audit_session

@@ -1,8 +1,8 @@
 """How a verb joins the `spillage` command, the same way for all: `@verb(NAME, help, args)` over the function
 that runs it, whose docstring is the verb's description in `--help`. The function takes the parsed
-arguments and returns an exit status
-(proxy/settings.py), or raises Refusal, or lets an input error go: main (runner/cli/__init__.py) is the one
-boundary that turns every error into one line on stderr and its status.
+arguments and returns an exit status (proxy/settings.py), or raises Refusal, or lets an input error go:
+main (runner/cli/__init__.py) is the one boundary that turns every error into one line on stderr and its
+status.
 
 Arguments are data (`arg`, `one_of`); those several verbs take are here once.
 """
@@ -21,6 +21,7 @@ from spillage.proxy.settings import Setting
 
 class Refusal(Exception):
     """A verb's answer instead of its result: `message` as its one line on stderr, and `status`."""
+
     def __init__(self, message: str, status: int = BAD_INPUT):
         super().__init__(message)
         self.status = status
@@ -29,6 +30,7 @@ class Refusal(Exception):
 @dataclass(frozen=True)
 class Arg:
     """One `add_argument`: its flags (or name) and its options."""
+
     flags: tuple[str, ...]
     options: dict = field(default_factory=dict)
 
@@ -39,6 +41,7 @@ class Arg:
 @dataclass(frozen=True)
 class OneOf:
     """Arguments of which one must be given."""
+
     args: tuple[Arg, ...]
 
     def add(self, parser) -> None:
