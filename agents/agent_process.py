@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from spillage.proxy.layout import AGENT_OUTCOME
+from spillage.proxy.settings import MAX_STEPS
 from spillage.agents.model_spec import MODEL_HELP
 
 #: Why an agent stopped. Only `finished` and `step limit` are results; the others are failures.
@@ -48,7 +49,7 @@ def agent_arguments(prog: str, description: str, argv: list[str] | None) -> argp
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--model", required=True, help=MODEL_HELP)
     parser.add_argument("--base-url", help="endpoint for openai:/ollama: models")
-    parser.add_argument("--max-steps", type=int, default=50)
+    parser.add_argument(MAX_STEPS.flag, type=int, default=MAX_STEPS.default)
     args = parser.parse_args(argv)
     strip_network_variables()
     return args

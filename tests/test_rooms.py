@@ -20,7 +20,7 @@ MAY_IMPORT = {
     "proxy": set(),
     "scenarios": {"proxy"},
     "origins": {"proxy", "scenarios"},
-    "agents": {"proxy.layout", "scenarios"},
+    "agents": {"proxy.layout", "proxy.settings", "scenarios"},
     "audit": {"proxy", "scenarios", "origins"},
     "reports": {"proxy", "scenarios", "origins", "audit"},
     "addons": {"proxy", "scenarios", "origins", "audit"},
