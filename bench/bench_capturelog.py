@@ -1,7 +1,7 @@
 """Capture log speed against `sha256sum` of the same bytes, measured in the same run.
 
     python bench/bench_capturelog.py [--records 20000]        # write, read, verify, prove: one line each
-    python bench/bench_capturelog.py --big-mb 600 [--rounds 3] [--source SESSION] [--keep DIR]
+    python bench/bench_capturelog.py --big-mb 600 [--rounds 3] [--source SESSION] [--keep DIR] [--before SRC]
 
 The first writes the same records unsigned and signed (a Merkle tree head over every line, an
 Ed25519-signed checkpoint every 256 records), verifies both (in this process, and with the worker
@@ -16,7 +16,10 @@ CaptureWriter, then runs `sha256sum` (A) and `spillage verify` (B) on it in inte
 included), the ratios B/A by CPU time (what stays stable on a busy machine) and by wall time, the
 peak memory of verify (the largest process, and all its processes together, sampled every 20 ms) and
 the load average: on a loaded machine only the same-run ratio means anything. `--keep DIR` keeps
-(or reuses) the capture there.
+(or reuses) the capture there. `--before SRC` also runs, in the same rounds (A B C, C B A, ...), the
+`spillage verify` of other code: SRC holds a `spillage/` folder laid out as the installed package
+(`spillage/proxy`, `spillage/runner`, ...; e.g. `git archive` of an earlier commit, each top folder
+put under `spillage/`), imported ahead of it.
 """
 
 import argparse
@@ -186,12 +189,16 @@ def run_sha256sum(log: Path) -> tuple[float, float]:
     return time.perf_counter() - began, children_cpu() - cpu
 
 
-def run_verify(session: Path) -> tuple[float, float, float, str]:
-    """`spillage verify SESSION` as a user runs it: seconds, CPU seconds (its workers' included), peak MB
-    of all its processes together, and what it printed."""
+def run_verify(session: Path, before: Path | None = None) -> tuple[float, float, float, str]:
+    """`spillage verify SESSION` as a user runs it (with the code under `before` ahead of the installed
+    package, if given): seconds, CPU seconds (its workers' included), peak MB of all its processes
+    together, and what it printed."""
     spillage = Path(sys.executable).parent / "spillage"
+    env = None
+    if before is not None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(before), os.environ.get("PYTHONPATH", "")])}
     began, cpu = time.perf_counter(), children_cpu()
-    proc = subprocess.Popen([str(spillage), "verify", str(session)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([str(spillage), "verify", str(session)], stdout=subprocess.PIPE, text=True, env=env)
     peak = 0.0
 
     def sample() -> None:
@@ -210,7 +217,7 @@ def run_verify(session: Path) -> tuple[float, float, float, str]:
     return seconds, cpu, peak, out.strip()
 
 
-def big(target_mb: float, rounds: int, source: Path | None, keep: Path | None) -> None:
+def big(target_mb: float, rounds: int, source: Path | None, keep: Path | None, before: Path | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         session = keep or Path(tmp) / "big"
         if not (session / LOG_NAME).is_file():
@@ -222,32 +229,39 @@ def big(target_mb: float, rounds: int, source: Path | None, keep: Path | None) -
         log = session / LOG_NAME
         size_mb = log.stat().st_size / MB
         started = loadavg()
-        sha, ours, sha_cpu, our_cpu, peaks, printed = [], [], [], [], [], ""
+        order = "ABC" if before is not None else "AB"
+        wall: dict[str, list[float]] = {w: [] for w in order}
+        cpus: dict[str, list[float]] = {w: [] for w in order}
+        peaks: dict[str, list[float]] = {w: [] for w in order}
+        printed: dict[str, str] = {}
         for n in range(rounds):
-            for which in ("AB" if n % 2 == 0 else "BA"):
+            for which in (order if n % 2 == 0 else order[::-1]):
                 if which == "A":
                     seconds, cpu = run_sha256sum(log)
-                    sha.append(seconds)
-                    sha_cpu.append(cpu)
                 else:
-                    seconds, cpu, peak, printed = run_verify(session)
-                    ours.append(seconds)
-                    our_cpu.append(cpu)
-                    peaks.append(peak)
+                    seconds, cpu, peak, printed[which] = run_verify(session, before if which == "C" else None)
+                    peaks[which].append(peak)
+                wall[which].append(seconds)
+                cpus[which].append(cpu)
         largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    a, b = statistics.median(sha), statistics.median(ours)
-    per_round = statistics.median(x / y for x, y in zip(sha, ours))
-    print(f"verify, {size_mb:.1f} MB signed capture ({printed.split(',')[0]}); {rounds} rounds; "
+    if before is not None and printed["B"] != printed["C"]:
+        sys.exit(f"bench: the two verify printed different verdicts:\n{printed['B']}\n{printed['C']}")
+    names = {"A": "A sha256sum", "B": "B spillage verify", "C": f"C verify, {before}"}
+    print(f"verify, {size_mb:.1f} MB signed capture ({printed['B'].split(',')[0]}); {rounds} rounds; "
           f"load {started} -> {loadavg()}")
-    for name, wall, cpu in (("A sha256sum", sha, sha_cpu), ("B spillage verify", ours, our_cpu)):
-        print(f"  {name:<18} {statistics.median(wall):7.2f} s {size_mb / statistics.median(wall):7.1f} MB/s, "
-              f"CPU {statistics.median(cpu):6.2f} s  (rounds: {', '.join(f'{s:.2f}' for s in wall)}; "
-              f"CPU {', '.join(f'{s:.2f}' for s in cpu)})")
-    print(f"  ratio B/A by CPU time {statistics.median(sha_cpu) / statistics.median(our_cpu):.2f} (median of rounds "
-          f"{statistics.median(x / y for x, y in zip(sha_cpu, our_cpu)):.2f}); by wall time {a / b:.2f} (median of "
-          f"rounds {per_round:.2f})")
-    print(f"  verify's peak memory {max(peaks):.0f} MB, all its processes together (the largest one process of the "
-          f"run: {largest:.0f} MB)")
+    for which in order:
+        w, c = wall[which], cpus[which]
+        print(f"  {names[which]:<18} {statistics.median(w):7.2f} s {size_mb / statistics.median(w):7.1f} MB/s, "
+              f"CPU {statistics.median(c):6.2f} s  (rounds: {', '.join(f'{s:.2f}' for s in w)}; "
+              f"CPU {', '.join(f'{s:.2f}' for s in c)})")
+    for which in order[1:]:
+        a, b = statistics.median(wall["A"]), statistics.median(wall[which])
+        print(f"  ratio {which}/A by CPU time {statistics.median(cpus['A']) / statistics.median(cpus[which]):.2f} "
+              f"(median of rounds {statistics.median(x / y for x, y in zip(cpus['A'], cpus[which])):.2f}); "
+              f"by wall time {a / b:.2f} (median of rounds "
+              f"{statistics.median(x / y for x, y in zip(wall['A'], wall[which])):.2f}); "
+              f"peak memory {max(peaks[which]):.0f} MB, all its processes together")
+    print(f"  the largest one process of the run: {largest:.0f} MB")
 
 
 def main() -> None:
@@ -258,9 +272,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--source", type=Path, help="the session whose records the big capture replays")
     parser.add_argument("--keep", type=Path, help="build the big capture here (or reuse it)")
+    parser.add_argument("--before", type=Path, help="with --big-mb: also run the spillage verify of the "
+                        "code in this folder (a spillage/ package tree), in the same rounds")
     args = parser.parse_args()
     if args.big_mb:
-        big(args.big_mb, args.rounds, args.source, args.keep)
+        big(args.big_mb, args.rounds, args.source, args.keep, args.before)
     else:
         small(args.records)
 

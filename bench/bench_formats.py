@@ -1,12 +1,18 @@
 """Capture-file import and export throughput, beside `tshark -r FILE -q` reading the same pcap.
 
     python bench/bench_formats.py [--exchanges 4000] [--big-mb 200]
+    python bench/bench_formats.py --har-entries 200000 [--sizes 10000 50000]
 
 Builds a session of `--exchanges` request/response pairs (realistic headers, a 4 KB page each),
 exports it as HAR, mitmproxy flows and pcap, imports each file back (log only, no catalog), and
 prints MB/s per format and the ratio to tshark's time on the pcap (the anchor, same run). Then it
 imports a pcap of about `--big-mb` MB (the exported pcap repeated) and a tenth of it in child
 processes and prints their peak memory: the bound docs/CAPTURE_FILES.md states.
+
+`--har-entries N` instead imports HARs of small entries (a 280-byte page each; N, and each of
+`--sizes`) in child processes, and prints the time, CPU time, entries a second and peak memory of
+each: an import's cost should grow with the entries, no faster. The anchor is `json.loads` of the
+same file in a child process (reading a HAR is that, at least).
 """
 
 import argparse
@@ -69,11 +75,46 @@ def repeated(pcap: Path, target: Path, megabytes: float) -> int:
     return copies
 
 
+def child(code: str, *args: str) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds and peak resident KiB of `python -c code args`."""
+    began = time.perf_counter()
+    done = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", sys.executable, "-c", code, *args],
+                          capture_output=True, text=True, check=True)
+    user, system, peak = done.stderr.strip().splitlines()[-1].split()
+    return time.perf_counter() - began, float(user) + float(system), int(peak)
+
+
+def har_scaling(sizes: list[int]) -> None:
+    global PAGE
+    PAGE = b"<p>Fenn Gooseneck Kettle</p>\n" * 10
+    importing = ("import sys; from pathlib import Path; from spillage.proxy.formats.imports import write_import_log; "
+                 "Path(sys.argv[2]).mkdir(); write_import_log(Path(sys.argv[1]), 'har', Path(sys.argv[2]))")
+    loading = "import json, sys; json.loads(open(sys.argv[1], 'rb').read())"
+    print("| entries | HAR MB | json.loads s (anchor) | import s | import CPU s | entries/s | x anchor | peak RSS MiB |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            session, har = Path(tmp) / f"s{n}", Path(tmp) / f"x{n}.har"
+            write_session(session, n)
+            export_session(session, "har", har)
+            shutil.rmtree(session)
+            anchor, _, _ = child(loading, str(har))
+            took, cpu, peak = child(importing, str(har), str(Path(tmp) / f"in{n}"))
+            shutil.rmtree(Path(tmp) / f"in{n}")
+            print(f"| {n} | {har.stat().st_size / 1e6:.0f} | {anchor:.2f} | {took:.1f} | {cpu:.1f} | {n / took:.0f} | "
+                  f"{took / anchor:.1f} | {peak / 1024:.0f} |", flush=True)
+            har.unlink()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--exchanges", type=int, default=4000)
     parser.add_argument("--big-mb", type=float, default=200)
+    parser.add_argument("--har-entries", type=int, help="import HARs of this many small entries (and --sizes)")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10000, 50000])
     args = parser.parse_args()
+    if args.har_entries:
+        har_scaling([*args.sizes, args.har_entries])
+        return
     if shutil.which("tshark") is None:
         sys.exit("tshark is needed as the anchor: apt-get install -y tshark")
     with tempfile.TemporaryDirectory() as tmp:

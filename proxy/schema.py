@@ -14,16 +14,33 @@ valid, in a few microseconds; only a record it finds wrong goes through the clos
 message. tests/test_verify_fast.py checks the two agree. `record_valid_plain` is the same predicate
 that also requires no float anywhere in the record: for a line verify read with orjson, that is what
 makes the line's own bytes its canonical JSON (capturelog.canonical_record), answered in the one walk.
+
+For whole batches of lines, `bulk_schema` translates the schema kind by kind into msgspec Structs
+(`_Structs`), which msgspec checks in C, a batch in one call; what msgspec cannot say (the patterns of a
+record's own fields, which of several objects a field holds) `BulkSchema.valid` checks for the batch at
+once. It answers what record_valid_plain answers of each record (tests/test_verify_bulk.py compares
+them on mutated records), or False for a value nested deeper than it reads: then verify asks the
+predicate, line by line.
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, NoReturn, Union
+
+import msgspec
+
+try:  # the standard library's reading of a pattern, for _Shape (a pattern it does not know is searched)
+    from re import _constants as _sre
+    from re import _parser as _sre_parser
+except ImportError:  # pragma: no cover - another Python's re
+    _sre = _sre_parser = None
 
 from spillage.proxy.capturelog import _float_free
 
@@ -594,3 +611,360 @@ def schema_problem(record: Any) -> str | None:
     if record_valid()(record):
         return None
     return record_check()(record, "record")
+
+
+# --- The same schema as msgspec types: whole batches of records checked in C, for verify ---------------
+
+#: How deep a value the schema leaves open (`true`, `{"type": "object"}`) may nest for the bulk check
+#: to take it; a deeper one is left to the predicate.
+OPEN_DEPTH = 6
+#: A node's keywords that say nothing about the values it admits.
+_NOTES = frozenset({"description", "title"})
+
+
+class Unsupported(Exception):
+    """A schema node that _Structs does not translate: the bulk check leaves that kind to the predicate."""
+
+
+def _open_value(depth: int) -> Any:
+    """Any JSON value but a float, nested at most `depth` arrays or objects deep: what a node that admits
+    anything admits, in a plain record (no float anywhere: see record_valid_plain)."""
+    scalar = None | bool | int | str
+    if depth == 0:
+        return scalar
+    inner = _open_value(depth - 1)
+    return scalar | list[inner] | dict[str, inner]
+
+
+@dataclass(frozen=True)
+class BulkSchema:
+    """capture.schema.json for the record kinds that _Structs translates, as msgspec types.
+
+    `msgspec.convert(records, records_type)` checks in C, for a whole batch of records as orjson read
+    them, every keyword of the schema but what is left to `valid`: the `pattern` of a record's own
+    required string fields (`patterns`: a _Shape checks the values of a batch at once where the pattern
+    is one, else each is searched), and which of several objects a `oneOf` field holds (`choices`: the
+    key sets that make exactly one of them)."""
+
+    kinds: frozenset[str]
+    records_type: Any
+    patterns: tuple[tuple[str, re.Pattern, "_Shape | None", frozenset[str]], ...]   # (field, regex, shape, kinds)
+    choices: tuple[tuple[str, frozenset[frozenset[str]], frozenset[str]], ...]      # (field, key sets, kinds)
+
+    def valid(self, records: list, kinds: list) -> bool:
+        """Whether every one of `records` (their `kinds` alongside: each one of self.kinds) is valid, as
+        record_valid_plain would say of each: the schema holds and no float lies anywhere."""
+        try:
+            msgspec.convert(records, self.records_type)
+        except msgspec.ValidationError:
+            return False
+        everyone = self.kinds
+        for name, regex, shape, where in self.patterns:
+            values = list(map(operator.itemgetter(name), records)) if where == everyone else \
+                [r[name] for r, k in zip(records, kinds) if k in where]
+            if not (shape.holds(values) if shape is not None else all(map(regex.search, values))):
+                return False
+        for name, keysets, where in self.choices:
+            values = [r[name] for r, k in zip(records, kinds) if k in where]
+            if not keysets.issuperset([frozenset(v) for v in values if v is not None]):
+                return False
+        return True
+
+
+class _Shape:
+    """A pattern of ASCII characters that is a run of one set of them (`^[set]+$`, `^[set]*$`), or of a
+    fixed length with one set (or one character) at each place, the sets apart (`^[0-9]{4}-[0-9]{2}$`):
+    `holds(values)` says whether every one of a list of strings matches it, for the whole list at once
+    (bytes.translate and one comparison in C, where searching each costs a call of the regex engine).
+    `of(pattern)` is None for any other pattern."""
+
+    def __init__(self, template: bytes | None, table: bytes, minimum: int, members: bytes) -> None:
+        self.template, self.table, self.minimum, self.members = template, table, minimum, members
+
+    @classmethod
+    def of(cls, pattern: str) -> "_Shape | None":
+        try:
+            parsed = list(_sre_parser.parse(ecma_regex(pattern).pattern))
+        except (AttributeError, re.error):
+            return None
+        at, end = _sre.AT, _sre.AT_END_STRING
+        if parsed[:1] != [(at, _sre.AT_BEGINNING)] or parsed[-1:] != [(at, end)]:
+            return None
+        places: list[frozenset[int]] = []
+        for op, arg in parsed[1:-1]:
+            if op == _sre.LITERAL:
+                if arg >= 128:
+                    return None
+                places.append(frozenset([arg]))
+                continue
+            if op is not _sre.MAX_REPEAT or len(arg[2]) != 1:
+                return None
+            low, high, [(item_op, items)] = arg
+            chars = cls.chars(item_op, items)
+            if chars is None:
+                return None
+            if high == _sre.MAXREPEAT:
+                if len(parsed) != 3 or low > 1:
+                    return None
+                return cls(None, b"", low, bytes(sorted(chars)))
+            if low != high:
+                return None
+            places += [chars] * low
+        sets = sorted(set(places), key=sorted)
+        if not places or any(a & b for i, a in enumerate(sets) for b in sets[i + 1:]):
+            return None
+        table = bytearray(256)   # a character of no set stands for 0, which no place holds
+        for n, chars in enumerate(sets, start=1):
+            for c in chars:
+                table[c] = n
+        return cls(bytes(table[c] for c in (min(p) for p in places)), bytes(table), 0, b"")
+
+    @staticmethod
+    def chars(op: Any, items: Any) -> frozenset[int] | None:
+        """The ASCII characters an IN (or LITERAL) item of a parsed pattern takes; None for another."""
+        if op == _sre.LITERAL:
+            return frozenset([items]) if items < 128 else None
+        if op != _sre.IN:
+            return None
+        chars: set[int] = set()
+        for kind, value in items:
+            if kind == _sre.LITERAL and value < 128:
+                chars.add(value)
+            elif kind == _sre.RANGE and value[1] < 128:
+                chars.update(range(value[0], value[1] + 1))
+            else:
+                return None   # NEGATE, a category, beyond ASCII
+        return frozenset(chars)
+
+    def holds(self, values: list[str]) -> bool:
+        try:
+            joined = "".join(values).encode("ascii")
+        except UnicodeEncodeError:
+            return False   # a character beyond ASCII, which no set holds
+        if self.template is None:
+            return not joined.translate(None, self.members) and (
+                self.minimum == 0 or min(map(len, values), default=1) >= self.minimum)
+        n = len(self.template)
+        return list(map(len, values)) == [n] * len(values) and joined.translate(self.table) == self.template * len(values)
+
+
+class _Structs:
+    """Translates the capture schema, kind by kind, into msgspec Structs (see BulkSchema). What a kind's
+    record may hold is the root's properties and those of the `then` whose `if` pins the kind; a kind
+    any other `if` might apply to, or whose nodes use what msgspec cannot say exactly, is not translated.
+
+    The translation, node by node: integer → int with ge/le (msgspec takes no bool and no float for an
+    int); string → str with min_length (code points, as JSON Schema counts) and pattern (as ecma_regex
+    reads it; msgspec searches, as _Predicate does); boolean, null, enum and const of strings, integers or
+    true → their Literal; an array's items → list; [a, b] exactly (prefixItems, minItems 2, items false)
+    → tuple; an object with additionalProperties false → a Struct that forbids other fields, its
+    required fields without default; with additionalProperties a schema → dict; a oneOf of X and null
+    → X | None; a record's oneOf of null and objects that forbid other keys → one Struct of all their
+    properties and the key sets that make exactly one of them (BulkSchema.choices); true and a bare
+    object → anything but a float (_open_value)."""
+
+    def __init__(self, root: dict) -> None:
+        self.root = root
+        self.count = 0
+
+    def resolve(self, pointer: str) -> Any:
+        node = self.root
+        for part in pointer.removeprefix("#/").split("/"):
+            node = node[part]
+        return node
+
+    def deref(self, node: Any) -> Any:
+        while isinstance(node, dict) and "$ref" in node:
+            if set(node) - {"$ref"} - _NOTES:
+                raise Unsupported("$ref beside other keywords")
+            node = self.resolve(node["$ref"])
+        return node
+
+    def kind_fields(self, kind: str) -> tuple[dict, set]:
+        """The properties and required names of a record of `kind`."""
+        root = self.root
+        if set(root) - ANNOTATIONS - {"type", "required", "properties", "allOf", "unevaluatedProperties"} \
+                or root.get("type") != "object" or root.get("unevaluatedProperties") is not False:
+            raise Unsupported("the root")
+        props, required = dict(root.get("properties", {})), set(root.get("required", ()))
+        for sub in root.get("allOf", ()):
+            if set(sub) != {"if", "then"}:
+                raise Unsupported("allOf without if/then")
+            condition = sub["if"]
+            pinned = condition.get("properties", {}).get("kind", {}).get("const")
+            if pinned is None or "kind" not in condition.get("required", ()):
+                raise Unsupported("an if that does not pin the kind")
+            if pinned != kind:
+                continue
+            if set(condition) != {"properties", "required"} or set(condition["properties"]) != {"kind"} \
+                    or condition["properties"]["kind"] != {"const": kind}:
+                raise Unsupported("an if that asks more than the kind")
+            then = sub["then"]
+            if set(then) - {"required", "properties"}:
+                raise Unsupported("a then that is not properties and required")
+            for name, node in then.get("properties", {}).items():
+                if name in props:
+                    raise Unsupported("a property the root names too")
+                props[name] = node
+            required |= set(then.get("required", ()))
+        if not required <= set(props):
+            raise Unsupported("a required name no property describes")
+        return props, required
+
+    def record(self, kind: str) -> tuple[type, list, list]:
+        """The Struct of a record of `kind`, and the checks left to BulkSchema: patterns, choices."""
+        props, required = self.kind_fields(kind)
+        fields, patterns, choices = [], [], []
+        for name, node in props.items():
+            if name == "kind":
+                continue
+            node = self.deref(node)
+            if name in required and isinstance(node, dict) and node.get("type") == "string" and "pattern" in node:
+                patterns.append((name, node["pattern"]))
+                node = {k: v for k, v in node.items() if k != "pattern"}
+            choice = self.objects_choice(node["oneOf"]) if isinstance(node, dict) and "oneOf" in node else None
+            if choice is not None:
+                if name not in required or set(node) - _NOTES != {"oneOf"}:
+                    raise Unsupported("a choice of objects that may be missing")
+                kind_type, keysets = choice
+                choices.append((name, keysets))
+            else:
+                kind_type = self.type_of(node)
+            fields.append((name, kind_type) if name in required else (name, kind_type, msgspec.UNSET))
+        return self.struct(fields, tag=kind), patterns, choices
+
+    def struct(self, fields: list, tag: str | None = None) -> type:
+        """A Struct of `fields` ((name, type) or (name, type, default)) that forbids any other."""
+        self.count += 1
+        renamed = [(f"f{i}", *rest) for i, (_, *rest) in enumerate(fields)]
+        rename = {f"f{i}": name for i, (name, *_) in enumerate(fields)}
+        options = {"tag_field": "kind", "tag": tag} if tag is not None else {}
+        return msgspec.defstruct(f"S{self.count}", renamed, kw_only=True, forbid_unknown_fields=True,
+                                 gc=False, rename=rename, **options)
+
+    def type_of(self, node: Any) -> Any:
+        node = self.deref(node)
+        if node is True:
+            return _open_value(OPEN_DEPTH)
+        if not isinstance(node, dict):
+            raise Unsupported(f"node {node!r}")
+        keys = set(node) - _NOTES
+        if "oneOf" in node:
+            subs = [self.deref(s) for s in node["oneOf"]]
+            nulls = [s for s in subs if s == {"type": "null"}]
+            if keys != {"oneOf"} or len(subs) != 2 or len(nulls) != 1:
+                raise Unsupported("oneOf other than X or null")
+            other = self.type_of(subs[0] if subs[1] in nulls else subs[1])
+            if other is None or _admits_null(other):
+                raise Unsupported("oneOf of two that both admit null")
+            return other | None
+        if "enum" in node or "const" in node:
+            if len(keys) != 1:
+                raise Unsupported("enum or const beside other keywords")
+            options = node["enum"] if "enum" in node else [node["const"]]
+            if not options or not (all(type(o) is str for o in options) or all(type(o) is int for o in options)
+                                   or options == [True]):
+                raise Unsupported("enum of mixed or other types")
+            return Literal[tuple(options)]
+        kind = node.get("type")
+        if kind == "integer" and keys <= {"type", "minimum", "maximum"}:
+            bounds = {"ge": node.get("minimum"), "le": node.get("maximum")}
+            bounds = {k: v for k, v in bounds.items() if v is not None}
+            if any(type(v) is not int for v in bounds.values()):
+                raise Unsupported("a bound that is not an integer")
+            return Annotated[int, msgspec.Meta(**bounds)] if bounds else int
+        if kind == "string" and keys <= {"type", "minLength", "pattern"}:
+            meta = {}
+            if "minLength" in node:
+                meta["min_length"] = node["minLength"]
+            if "pattern" in node:
+                meta["pattern"] = ecma_regex(node["pattern"]).pattern
+            return Annotated[str, msgspec.Meta(**meta)] if meta else str
+        if kind == "boolean" and keys == {"type"}:
+            return bool
+        if kind == "null" and keys == {"type"}:
+            return None
+        if kind == "array":
+            if keys == {"type", "items"}:
+                return list[self.type_of(node["items"])]
+            prefix = node.get("prefixItems", [])
+            if keys == {"type", "prefixItems", "minItems", "items"} and node["items"] is False \
+                    and node["minItems"] == len(prefix):
+                return tuple[tuple(self.type_of(s) for s in prefix)]
+            raise Unsupported("an array other than items, or exactly prefixItems")
+        if kind == "object":
+            if keys == {"type"}:
+                return dict[str, _open_value(OPEN_DEPTH - 1)]
+            if keys == {"type", "additionalProperties"} and isinstance(node["additionalProperties"], dict):
+                return dict[str, self.type_of(node["additionalProperties"])]
+            if keys <= {"type", "required", "properties", "additionalProperties"} \
+                    and node.get("additionalProperties") is False:
+                required = set(node.get("required", ()))
+                props = node.get("properties", {})
+                if not required <= set(props):
+                    raise Unsupported("a required name no property describes")
+                return self.struct([(name, self.type_of(sub)) if name in required
+                                    else (name, self.type_of(sub), msgspec.UNSET) for name, sub in props.items()])
+        raise Unsupported(f"node with {sorted(keys)}")
+
+    def objects_choice(self, subs: list) -> tuple[Any, frozenset[frozenset[str]]] | None:
+        """For a oneOf of null and objects that each forbid other keys (and describe a key they share the
+        same way): the Struct of all their keys, | None, and the key sets with which an object is exactly
+        one of them. None for any other oneOf."""
+        subs = [self.deref(s) for s in subs]
+        objects = [s for s in subs if s != {"type": "null"}]
+        if len(subs) - len(objects) != 1 or len(objects) < 2:
+            return None
+        props: dict[str, Any] = {}
+        branches = []
+        for s in objects:
+            if not isinstance(s, dict) or set(s) - _NOTES != {"type", "required", "properties", "additionalProperties"} \
+                    or s["type"] != "object" or s["additionalProperties"] is not False:
+                return None
+            for name, sub in s["properties"].items():
+                if props.setdefault(name, sub) != sub:
+                    return None
+            branches.append((frozenset(s["required"]), frozenset(s["properties"])))
+        if len(props) > 12 or not all(req <= names for req, names in branches):
+            return None
+        names = sorted(props)
+        keysets = set()
+        for mask in range(1 << len(names)):
+            present = frozenset(n for i, n in enumerate(names) if mask >> i & 1)
+            if sum(req <= present <= allowed for req, allowed in branches) == 1:
+                keysets.add(present)
+        always = frozenset.intersection(*(req for req, _ in branches))
+        merged = self.struct([(name, self.type_of(props[name])) if name in always
+                              else (name, self.type_of(props[name]), msgspec.UNSET) for name in names])
+        return merged | None, frozenset(keysets)
+
+
+def _admits_null(kind: Any) -> bool:
+    return kind is None or None in getattr(kind, "__args__", ())
+
+
+@lru_cache(maxsize=4)
+def bulk_schema(kinds: frozenset[str] | None = None) -> BulkSchema:
+    """The BulkSchema of the record kinds `kinds` (default: every kind the schema names) that _Structs
+    translates."""
+    root = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    structs = _Structs(root)
+    wanted = kinds if kinds is not None else frozenset(root["properties"]["kind"]["enum"])
+    taken, types, patterns, choices = set(), [], {}, {}
+    for kind in sorted(wanted):
+        try:
+            struct, kind_patterns, kind_choices = structs.record(kind)
+        except Unsupported:
+            continue
+        taken.add(kind)
+        types.append(struct)
+        for name, pattern in kind_patterns:
+            patterns.setdefault((name, pattern), set()).add(kind)
+        for name, keysets in kind_choices:
+            choices.setdefault((name, keysets), set()).add(kind)
+    every = frozenset(taken)
+    records_type = list[Union[tuple(types)]] if types else list[NoReturn]
+    return BulkSchema(
+        every, records_type,
+        tuple((name, ecma_regex(pattern), _Shape.of(pattern), frozenset(ks)) for (name, pattern), ks in patterns.items()),
+        tuple((name, keysets, frozenset(ks)) for (name, keysets), ks in choices.items()))

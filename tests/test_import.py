@@ -484,3 +484,39 @@ def test_mitm_flows_written_as_they_completed_are_logged_in_request_order(tmp_pa
         writer.add(early)
     assert run_import(tmp_path / "f.mitm", tmp_path / "s") == 0
     assert [r["flow"] for r in of_kind(tmp_path / "s", "request")] == [early.id, late.id]
+
+
+def test_the_importers_schema_check_is_jsonschemas(tmp_path):
+    """check_record asks the compiled predicate first and jsonschema only of what it refuses: it refuses
+    exactly what jsonschema (the flat rules of the record's kind) refuses, on the records of a session and
+    thousands of mutations of them."""
+    import copy
+    import random
+
+    from capture_helpers import records_of
+    from capture_helpers import write_session as write_full_session
+    from test_verify_bulk import mutated
+
+    from spillage.proxy.formats.imports import InvalidRecord, check_record, record_validator
+
+    write_full_session(tmp_path / "s")
+    base = [r for r in records_of(tmp_path / "s") if r["kind"] not in ("signer", "checkpoint")]
+    rng = random.Random(3)
+    refused = 0
+    for n in range(4000):
+        record = mutated(rng.choice(base), rng) if n else copy.deepcopy(base[0])
+        kind = record.get("kind")
+        if not isinstance(kind, str) or kind in ("signer", "checkpoint", "import") or kind not in {r["kind"] for r in base}:
+            continue
+        fields = {k: v for k, v in record.items() if k not in ("v", "seq", "ts", "kind", "prev", "hash")}
+        full = {"v": 2, "seq": 5, "ts": "2000-01-01T00:00:00.000000Z", "kind": kind, "prev": "0" * 64,
+                "hash": "0" * 64, **fields}
+        expected = next(record_validator(kind).iter_errors(full), None) is None
+        try:
+            check_record(kind, 5, fields)
+            got = True
+        except InvalidRecord:
+            got = False
+        assert got == expected, fields
+        refused += not got
+    assert refused > 500

@@ -41,6 +41,7 @@ from spillage.proxy.beacons import DEFAULT_BEACON_URLS
 from spillage.proxy.formats.flowrecords import write_refusal
 from spillage.proxy.formats.flowrecords import write_request
 from spillage.proxy.formats.flowrecords import write_response
+from spillage.proxy.schema import record_valid
 from spillage.proxy.signing import SessionKey
 from spillage.proxy.version import SPILLAGE_VERSION
 
@@ -150,9 +151,16 @@ def inlined(node, defs: dict):
 
 def check_record(kind: str, seq: int, fields: dict) -> None:
     """InvalidRecord unless the record of `kind` with `fields` at `seq` matches proxy/capture.schema.json
-    (the fields the writer adds stand in with valid values)."""
+    (the fields the writer adds stand in with valid values). The schema's compiled predicate answers first
+    (microseconds a record; never more lenient than jsonschema, tests/test_schema.py); jsonschema is asked
+    only of a record it refuses, for its error (jsonschema takes about half a millisecond a record)."""
     record = {"v": FORMAT_VERSION, "seq": seq, "ts": CHECKED_TS, "kind": kind, "prev": GENESIS,
               "hash": GENESIS, **fields}
+    try:
+        if record_valid()(record):
+            return
+    except Exception:  # noqa: BLE001 - a value the predicate does not take: jsonschema says what it is
+        pass
     error = min(record_validator(kind).iter_errors(record), key=lambda e: -len(e.absolute_path), default=None)
     if error is not None:
         place = ".".join(str(p) for p in error.absolute_path) or "record"
