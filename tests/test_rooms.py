@@ -100,3 +100,11 @@ def test_the_auditor_and_the_reports_load_no_mitmproxy():
     assert loaded_after(["spillage.audit.session_audit", "spillage.audit.batch", "spillage.audit.diff",
                          "spillage.reports.timeline", "spillage.reports.batch_report",
                          "spillage.reports.inspect_html"]) == []
+
+
+def test_the_agents_sandbox_shows_every_room():
+    """The sandbox binds spillage's packages read-only, room by room (runner/sandbox.py): one left out is
+    a module the agent's adapter or the sandbox's first process cannot import there."""
+    from spillage.runner.sandbox import PACKAGES
+
+    assert set(PACKAGES) == set(MAY_IMPORT)
