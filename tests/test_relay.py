@@ -2,6 +2,7 @@
 an address that is not known yet (the proxy's, while it boots) waits for it, reaching nothing before."""
 
 import socket
+import socketserver
 import threading
 import time
 
@@ -9,27 +10,26 @@ from spillage.runner.relay import Later
 from spillage.runner.relay import OutsideRelays
 
 
-class Echo:
-    """A TCP server on loopback that answers each connection with what it got, upper-cased."""
+class Echo(socketserver.ThreadingTCPServer):
+    """A TCP server on loopback that answers each connection with what it got, upper-cased, and counts
+    the connections it accepted."""
+
+    daemon_threads = True
 
     def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
+        super().__init__(("127.0.0.1", 0), EchoUpper)
         self.accepted = 0
-        threading.Thread(target=self.serve, daemon=True).start()
-
-    def serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            with conn:
-                conn.sendall(conn.recv(1024).upper())
+        threading.Thread(target=self.serve_forever, daemon=True).start()
 
     @property
     def port(self) -> int:
-        return self.sock.getsockname()[1]
+        return self.server_address[1]
+
+
+class EchoUpper(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        self.server.accepted += 1
+        self.request.sendall(self.request.recv(1024).upper())
 
 
 def ask(path, text: bytes) -> bytes:
