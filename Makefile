@@ -123,11 +123,12 @@ page-screenshots: $(STAMP) chromium
 # needs ab: apt-get install apache2-utils). The smoke matrix at --jobs 1 and 2 is `make bench-runs`.
 # Bytecode is compiled first: a shell with PYTHONDONTWRITEBYTECODE set would otherwise have every process
 # compile our modules again, while the anchors' (mitmproxy's) come compiled from their wheels.
-BYTECODE := $(BIN)/python -m compileall -q addons audit origins proxy reports runner scenarios
+BYTECODE := $(BIN)/python -m compileall -q addons agents audit origins proxy reports runner scenarios
 bench: $(STAMP) chromium autogen
 	$(BYTECODE)
 	$(BIN)/python bench/bench_startup.py
 	$(BIN)/python bench/bench_runs.py --skip-matrix --repeat 3
+	$(BIN)/python bench/bench_phases.py --repeat 5
 	$(BIN)/python bench/bench_proxy.py
 	$(BIN)/python bench/bench_capturelog.py
 	$(BIN)/python bench/bench_capturelog.py --big-mb 600

@@ -46,7 +46,7 @@ def start_run(workdir: Path) -> tuple[subprocess.Popen, Path]:
     session = None
     for line in run.stderr:
         session = session or (Path(line.split()[-1]) if line.startswith("spillage: session ") else None)
-        if "running" in line:
+        if line.startswith("spillage: proxy on "):   # the sandboxed agent started before: it waited for this
             break
     time.sleep(1.5)  # requests flowing, a checkpoint or two reported
     return run, session

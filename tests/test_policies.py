@@ -557,3 +557,19 @@ def test_a_page_opened_at_an_anchor_stays_long_enough_for_the_trackers_scroll_re
     from spillage.agents.browser_agent import SCROLLED_PAGE_DWELL
     took, _ = paced_click(FakeSession("https://shop.test/p/1?asked=1#questions"), loads_after=0.05, window=5.0)
     assert SCROLLED_PAGE_DWELL + 0.05 <= took < 2.0 + SCROLLED_PAGE_DWELL
+
+
+def test_the_agents_final_garbage_collection_is_skipped(monkeypatch):
+    """browser-use's Agent.close collects all garbage just before the adapter's process exits: it no longer does."""
+    import gc
+
+    import browser_use.agent.service as service
+
+    from spillage.agents.browser_agent import skip_final_collect
+
+    calls = []
+    monkeypatch.setattr(service, "gc", gc)
+    monkeypatch.setattr(gc, "collect", lambda *args: calls.append(args) or 0)
+    skip_final_collect()
+    service.gc.collect()
+    assert calls == []

@@ -100,3 +100,12 @@ def test_the_auditor_and_the_reports_load_no_mitmproxy():
     assert loaded_after(["spillage.audit.session_audit", "spillage.audit.batch", "spillage.audit.diff",
                          "spillage.reports.timeline", "spillage.reports.batch_report",
                          "spillage.reports.inspect_html"]) == []
+
+
+def test_the_agents_sandbox_shows_the_rooms_the_agent_side_imports():
+    """The sandbox binds spillage's packages read-only, room by room (runner/sandbox.py): the agent side
+    and what it may import, and runner/ for the sandbox's first process. One left out is a module the
+    agent's adapter cannot import there."""
+    from spillage.runner.sandbox import PACKAGES
+
+    assert {"agents", "runner", *(room.split(".")[0] for room in MAY_IMPORT["agents"])} <= set(PACKAGES)
