@@ -19,7 +19,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from capture_helpers import NOW, lines_of, put_lines, write_session
+from capture_helpers import NOW, lines_of, put_lines
 from test_verify_fast import damaged, same
 
 from spillage.proxy import verify as verify_module
@@ -32,25 +32,14 @@ from spillage.proxy.schema import _Shape
 from spillage.proxy.schema import bulk_schema
 from spillage.proxy.schema import ecma_regex
 from spillage.proxy.schema import record_valid_plain
-from spillage.proxy.signing import SessionKey
-from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.verify import BARE_KINDS
 from spillage.proxy.verify import _chunk_facts
 from spillage.proxy.verify import _Runs
 from spillage.proxy.verify import line_facts
 from spillage.proxy.verify import verify
 
-ROOT = Path(__file__).resolve().parent.parent
+from test_verify_fast import sessions  # noqa: F401  (the fixture: every kind, plain and signed, and the corpus)
 
-
-@pytest.fixture(scope="module")
-def sessions(tmp_path_factory) -> list[Path]:
-    tmp = tmp_path_factory.mktemp("logs")
-    write_session(tmp / "plain")
-    signing = SessionKey.issue(load_or_create_key(tmp / "home"), "signed", NOW)
-    write_session(tmp / "signed", signing=signing, checkpoint_every=3)
-    corpus = sorted(p for p in (ROOT / "tests/corpus/sessions").iterdir() if (p / LOG_NAME).is_file())
-    return [tmp / "plain", tmp / "signed", *corpus]
 
 
 def reference(log: Path) -> list:
