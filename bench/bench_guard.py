@@ -113,7 +113,7 @@ def main() -> None:
     from spillage.proxy.capturelog import iter_records
     from spillage.addons.mitm.ca import ensure_ca
     from spillage.proxy.signing import load_or_create_key
-    from spillage.runner.stack import GuardEngine
+    from spillage.runner.stack import GuardSetting
     from spillage.runner.stack import Stack
     from spillage.scenarios.dump import scenario_yaml
     from spillage.proxy.layout import SCENARIO_COPY
@@ -131,7 +131,7 @@ def main() -> None:
         folders = {name: tmp / name for name in "AB"}
         for folder in folders.values():
             folder.mkdir()
-        guard = GuardEngine(args.mode, "", tmp / "guarded.yaml")
+        guard = GuardSetting(args.mode, "", tmp / "guarded.yaml")
         quiet = lambda message: None  # noqa: E731
         with Stack(folders["A"], ca, key, catalog, log=quiet) as a, \
                 Stack(folders["B"], ca, key, catalog, log=quiet, guard=guard) as b:

@@ -5,6 +5,8 @@ loads: the auditor, the reports and the evidence core run without mitmproxy.
 """
 
 import ast
+import importlib
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -32,12 +34,17 @@ MITMPROXY_IN = ("addons/", "proxy/formats/")
 
 def imports(path: Path) -> set[str]:
     """Every module `path` imports, at its top or inside a function."""
+    return {module for module, _ in imported_names(path)}
+
+
+def imported_names(path: Path) -> set[tuple[str, str | None]]:
+    """(module, name) of every import of `path`, at its top or inside a function; name None for `import m`."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
+            found.update((node.module, alias.name) for alias in node.names)
         elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            found.update((alias.name, None) for alias in node.names)
     return found
 
 
@@ -76,6 +83,19 @@ def test_the_fence_sees_an_upward_import(tmp_path):
     assert {"spillage.runner.cli", "mitmproxy.http"} <= imports(wrong)
     assert not allowed("audit", "spillage.runner.cli") and allowed("runner", "spillage.audit.model")
     assert allowed("agents", "spillage.proxy.layout") and not allowed("agents", "spillage.proxy.capturelog")
+
+
+def test_every_name_a_benchmark_imports_from_the_rooms_exists():
+    """The benchmarks are run by hand (docs/BENCHMARKS.md), so nothing else notices a name that moved."""
+    missing = []
+    for path in sorted((SOURCE / "bench").glob("*.py")):
+        for module, name in sorted(imported_names(path), key=str):
+            if not module.startswith("spillage."):
+                continue
+            found = importlib.import_module(module)
+            if name is not None and not hasattr(found, name) and importlib.util.find_spec(f"{module}.{name}") is None:
+                missing.append(f"{path.name}: {module}.{name}")
+    assert missing == []
 
 
 def loaded_after(modules: list[str]) -> list[str]:
