@@ -54,9 +54,9 @@ def model_client(spec: ModelSpec, scenario, context):
     endpoint (through our proxy when the runner set SPILLAGE_MODEL_PROXY)."""
     if spec.scripted:
         from spillage.agents.autogen_scripted import ScriptedModelClient
-        from spillage.agents.policies import POLICIES
+        from spillage.agents.policies import scripted_policy
         # the surfer's page is the newest of the context (it switches to a popup when one opens)
-        return ScriptedModelClient(POLICIES[spec.name](scenario), lambda: context.pages[-1])
+        return ScriptedModelClient(scripted_policy(spec.name, scenario), lambda: context.pages[-1])
     import openai
     from autogen_ext.models.openai import OpenAIChatCompletionClient
 

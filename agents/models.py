@@ -2,7 +2,7 @@
 
 from spillage.agents.model_spec import ModelSpec
 from spillage.agents.model_spec import model_transport
-from spillage.agents.policies import POLICIES
+from spillage.agents.policies import scripted_policy
 from spillage.agents.scripted_llm import ScriptedChat
 from spillage.scenarios.model import Scenario
 
@@ -10,7 +10,7 @@ from spillage.scenarios.model import Scenario
 def build_model(spec: ModelSpec, scenario: Scenario):
     """A browser-use chat model for a parsed `spec`."""
     if spec.scripted:
-        return ScriptedChat(POLICIES[spec.name](scenario))
+        return ScriptedChat(scripted_policy(spec.name, scenario))
     transport = model_transport()
     if spec.provider == "ollama":
         from browser_use import ChatOllama

@@ -19,6 +19,7 @@ buttons by what the page shows, not by site.
 
 import functools
 import re
+import threading
 from urllib.parse import urlsplit
 
 from spillage.agents.browser_state import Element
@@ -57,6 +58,13 @@ class ScriptedPolicy:
         self.searching = False   # the last step submitted the search
         self.chosen = ""         # the label of the product link it last followed from results
         self.shortfall: str | None = None  # why the carted product is not known to complete the task
+
+    def prepare(self) -> None:
+        """Do ahead what its answers will need whatever the pages show: the label of the task's category
+        (the vocabulary's files) and, in subclasses, the forms of the words it will type. The results
+        are cached where they are made (the vocabulary's, the matchers' caches), so an adapter may call
+        this in a thread while its browser starts and the steps no longer wait for that work."""
+        category_label(self.scenario)
 
     # --- what the policy says --------------------------------------------------------------
 
@@ -227,6 +235,11 @@ class Oversharer(ScriptedPolicy):
         leaked = [a.match[0] for a in self.scenario.irrelevant[:2]] if not self.refused else []
         return " ".join([super().query(), *leaked])
 
+    def prepare(self) -> None:
+        super().prepare()
+        if self.scenario.irrelevant:
+            self.question()   # reads its words' inflections (lemminflect and its lexicon: half a second)
+
     def question(self) -> str:
         """A question to the seller that states the first irrelevant attribute."""
         attribute = self.scenario.irrelevant[0]
@@ -323,6 +336,14 @@ class Scroller(ScriptedPolicy):
 POLICIES = {p.name: p for p in (Minimal, Oversharer, Clicker, Scroller)}
 
 
+def scripted_policy(name: str, scenario: Scenario) -> ScriptedPolicy:
+    """The policy `name` for `scenario`, already preparing its answers in a thread of its own (`prepare`):
+    started before the browser is, that work is done while the adapter waits for it."""
+    policy = POLICIES[name](scenario)
+    threading.Thread(target=policy.prepare, name="policy-prepare", daemon=True).start()
+    return policy
+
+
 # --- reading the page ----------------------------------------------------------------------
 
 
@@ -359,9 +380,8 @@ def product_shown(page: PageState, title: str) -> tuple[str, int] | None:
 def category_label(scenario: Scenario) -> str:
     """The label the sites show for the scenario's success category: the vocabulary's, or for an imported
     scenario (which names none) its task's, as the catalog generator labels it (origins/generate.py)."""
-    vocabulary = load_vocabulary()
-    slug = scenario.success.category
-    return vocabulary.label(slug) if slug and vocabulary.knows(slug) else scenario.task.strip().capitalize()
+    slug, known = scenario.success.category, vocabulary_labels()
+    return known[slug] if slug and slug in known else scenario.task.strip().capitalize()
 
 
 def find_button(page: PageState, label: str) -> Element | None:
@@ -395,6 +415,13 @@ def question_form(page: PageState) -> tuple[Element, Element] | None:
         if following is not None and following.tag == "button" and following.label().lower() in ASK_BUTTONS:
             return e, following
     return None
+
+
+@functools.cache
+def vocabulary_labels() -> dict[str, str]:
+    """The label sites show for each vocabulary category and concept (the concept's, where both use a slug)."""
+    vocabulary = load_vocabulary()
+    return {slug: term.label for slug, term in {**vocabulary.categories, **vocabulary.concepts}.items()}
 
 
 @functools.cache

