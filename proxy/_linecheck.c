@@ -15,6 +15,9 @@
  * the others end to end, how many others, whether one of them is an exchange, the last seq, the last
  * hash). A line it does not take is not judged: the Python reading says what is wrong with it, if
  * anything.
+ *
+ * extend(roots, size, leaves) grows a Merkle frontier by leaves end to end (merkle.MerkleFrontier.extend),
+ * as the walk adds a run's leaves to its tree.
  */
 #define PY_SSIZE_T_CLEAN
 #define OPENSSL_SUPPRESS_DEPRECATED
@@ -25,6 +28,14 @@
 #include <string.h>
 
 #define MAX_DEPTH 64
+
+/* SHA-256 of one piece (the low-level calls: OpenSSL 3's SHA256() looks the digest up anew each time) */
+static void sha256(const void *data, size_t len, unsigned char *digest) {
+    SHA256_CTX ctx;
+    SHA256_Init(&ctx);
+    SHA256_Update(&ctx, data, len);
+    SHA256_Final(digest, &ctx);
+}
 
 /* --- the tape: one token a value (and a key), in the order they appear ---------------------------- */
 
@@ -752,7 +763,7 @@ static int body_ok(const Scan *s, uint32_t body, unsigned char **scratch, Py_ssi
         data = *scratch;
     }
     unsigned char digest[SHA256_DIGEST_LENGTH], digits[64];
-    SHA256(data, len, digest);
+    sha256(data, len, digest);
     hex(digest, digits);
     return len == size->ival && !memcmp(digits, s->p + sha->start + 1, 64);
 }
@@ -936,9 +947,72 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     return Py_BuildValue("(nN)", pos, groups);
 }
 
+/* --- the Merkle frontier ------------------------------------------------------------------------- */
+
+/* extend(roots, size, leaves) -> size: merkle.MerkleFrontier.extend, for a frontier's `roots` (a list of
+   32-byte roots of perfect subtrees, largest first) over `size` leaves, changed in place. */
+static PyObject *extend(PyObject *self, PyObject *args) {
+    PyObject *roots;
+    Py_ssize_t size;
+    Py_buffer leaves;
+    if (!PyArg_ParseTuple(args, "O!ny*", &PyList_Type, &roots, &size, &leaves))
+        return NULL;
+    unsigned char stack[64][SHA256_DIGEST_LENGTH], pair[1 + 2 * SHA256_DIGEST_LENGTH];
+    Py_ssize_t depth = PyList_GET_SIZE(roots);
+    int ok = leaves.len % SHA256_DIGEST_LENGTH == 0 && depth <= 64 && size >= 0;
+    for (Py_ssize_t i = 0; ok && i < depth; i++) {
+        PyObject *root = PyList_GET_ITEM(roots, i);
+        ok = PyBytes_Check(root) && PyBytes_GET_SIZE(root) == SHA256_DIGEST_LENGTH;
+        if (ok)
+            memcpy(stack[i], PyBytes_AS_STRING(root), SHA256_DIGEST_LENGTH);
+    }
+    if (!ok) {
+        PyBuffer_Release(&leaves);
+        PyErr_SetString(PyExc_ValueError, "not a frontier of 32-byte roots and leaves of 32 bytes each");
+        return NULL;
+    }
+    pair[0] = 1;   /* merkle.NODE_PREFIX */
+    for (Py_ssize_t at = 0; at < leaves.len; at += SHA256_DIGEST_LENGTH, size++) {
+        unsigned char node[SHA256_DIGEST_LENGTH];
+        memcpy(node, (const unsigned char *)leaves.buf + at, SHA256_DIGEST_LENGTH);
+        for (Py_ssize_t carry = size; carry & 1; carry >>= 1) {
+            if (depth == 0) {
+                PyBuffer_Release(&leaves);
+                PyErr_SetString(PyExc_ValueError, "the frontier has fewer roots than its size says");
+                return NULL;
+            }
+            memcpy(pair + 1, stack[--depth], SHA256_DIGEST_LENGTH);
+            memcpy(pair + 1 + SHA256_DIGEST_LENGTH, node, SHA256_DIGEST_LENGTH);
+            sha256(pair, sizeof pair, node);
+        }
+        if (depth == 64) {
+            PyBuffer_Release(&leaves);
+            PyErr_SetString(PyExc_ValueError, "a frontier of more than 64 roots");
+            return NULL;
+        }
+        memcpy(stack[depth++], node, SHA256_DIGEST_LENGTH);
+    }
+    PyBuffer_Release(&leaves);
+    PyObject *fresh = PyList_New(depth);
+    if (fresh == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < depth; i++) {
+        PyObject *root = PyBytes_FromStringAndSize((const char *)stack[i], SHA256_DIGEST_LENGTH);
+        if (root == NULL) {
+            Py_DECREF(fresh);
+            return NULL;
+        }
+        PyList_SET_ITEM(fresh, i, root);
+    }
+    int failed = PyList_SetSlice(roots, 0, PyList_GET_SIZE(roots), fresh);
+    Py_DECREF(fresh);
+    return failed ? NULL : PyLong_FromSsize_t(size);
+}
+
 static PyMethodDef methods[] = {
     {"compile", compile, METH_O, "compile(records): the program scan checks records with (linecheck.py)."},
     {"scan", scan, METH_VARARGS, "scan(program, max_line, buffer, pos) -> (pos, groups): see the module's source."},
+    {"extend", extend, METH_VARARGS, "extend(roots, size, leaves) -> size: merkle.MerkleFrontier.extend in C."},
     {NULL, NULL, 0, NULL},
 };
 
