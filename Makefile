@@ -14,7 +14,7 @@ TRACKERDB := $(VENV)/share/spillage/trackerdb
 
 .PHONY: demo test test-fast icu trackerdb chromium tshark curl bwrap go autogen screenshots report-example page-screenshots bench bench-runs clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py proxy/_linecheck.c
 	@test -n "$(PYTHON)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or run make PYTHON=/path/to/python3.12"; exit 1; }
 	@$(MAKE) --no-print-directory icu
 	$(PYTHON) -m venv $(VENV)
@@ -41,14 +41,15 @@ chromium:
 		apt-get install -y chromium >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y chromium >/dev/null; }; \
 	else echo "Chromium is missing: run 'sudo apt-get install -y chromium' (Debian's package), then 'make demo' again"; exit 1; fi
 
-# ICU's headers, which PyICU (Unicode's confusables, proxy/reading/text.py) builds against.
+# The headers the package builds against: ICU's, for PyICU (Unicode's confusables, proxy/reading/text.py), and
+# OpenSSL's, for verify's pass in C (proxy/_linecheck.c, setup.py).
 icu:
-	@if pkg-config --exists icu-uc 2>/dev/null; then :; \
+	@if pkg-config --exists icu-uc libcrypto 2>/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ]; then \
-		echo "installing Debian's libicu-dev"; \
+		echo "installing Debian's libicu-dev and libssl-dev"; \
 		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get install -y libicu-dev pkg-config >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y libicu-dev pkg-config >/dev/null; }; \
-	else echo "ICU's headers are missing: run 'sudo apt-get install -y libicu-dev pkg-config' (Debian's packages), then make again"; exit 1; fi
+		apt-get install -y libicu-dev libssl-dev pkg-config >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y libicu-dev libssl-dev pkg-config >/dev/null; }; \
+	else echo "ICU's or OpenSSL's headers are missing: run 'sudo apt-get install -y libicu-dev libssl-dev pkg-config' (Debian's packages), then make again"; exit 1; fi
 
 tshark:
 	@if command -v tshark >/dev/null 2>&1; then :; \

@@ -15,18 +15,16 @@ message. tests/test_verify_fast.py checks the two agree. `record_valid_plain` is
 that also requires no float anywhere in the record: for a line verify read with orjson, that is what
 makes the line's own bytes its canonical JSON (capturelog.canonical_record), answered in the one walk.
 
-For whole batches of lines, `bulk_schema` translates the schema kind by kind into msgspec Structs
-(`_Structs`), which msgspec checks in C, a batch in one call; what msgspec cannot say (the patterns of a
-record's own fields, which of several objects a field holds) `BulkSchema.valid` checks for the batch at
-once. It answers what record_valid_plain answers of each record (tests/test_verify_bulk.py compares
-them on mutated records), or False for a value nested deeper than it reads: then verify asks the
-predicate, line by line.
+For verify's pass over whole lines in C (proxy/linecheck.py), `bulk_schema` translates the schema kind
+by kind into msgspec types (`_Structs`), which that pass reads as its program; what they cannot say (the
+patterns of a record's own fields, which of several objects a field holds) `BulkSchema` keeps beside them.
+The pass answers what record_valid_plain answers of each record (tests/test_linecheck.py compares them
+on mutated records), or leaves the record to the predicate, as for a value nested deeper than it reads.
 """
 
 from __future__ import annotations
 
 import json
-import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -613,17 +611,17 @@ def schema_problem(record: Any) -> str | None:
     return record_check()(record, "record")
 
 
-# --- The same schema as msgspec types: whole batches of records checked in C, for verify ---------------
+# --- The same schema as msgspec types: the program of verify's pass over whole lines in C ------------
 
-#: How deep a value the schema leaves open (`true`, `{"type": "object"}`) may nest for the bulk check
-#: to take it; a deeper one is left to the predicate.
+#: How deep a value the schema leaves open (`true`, `{"type": "object"}`) may nest for the C pass to take
+#: it; a deeper one is left to the predicate.
 OPEN_DEPTH = 6
 #: A node's keywords that say nothing about the values it admits.
 _NOTES = frozenset({"description", "title"})
 
 
 class Unsupported(Exception):
-    """A schema node that _Structs does not translate: the bulk check leaves that kind to the predicate."""
+    """A schema node that _Structs (or linecheck) does not translate: the C pass leaves that kind to the predicate."""
 
 
 def _open_value(depth: int) -> Any:
@@ -638,45 +636,24 @@ def _open_value(depth: int) -> Any:
 
 @dataclass(frozen=True)
 class BulkSchema:
-    """capture.schema.json for the record kinds that _Structs translates, as msgspec types.
-
-    `msgspec.convert(records, records_type)` checks in C, for a whole batch of records as orjson read
-    them, every keyword of the schema but what is left to `valid`: the `pattern` of a record's own
-    required string fields (`patterns`: a _Shape checks the values of a batch at once where the pattern
-    is one, else each is searched), and which of several objects a `oneOf` field holds (`choices`: the
-    key sets that make exactly one of them)."""
+    """capture.schema.json for the record kinds that _Structs translates, as msgspec types, which verify's
+    C pass reads (proxy/linecheck.py) to check whole records at once: `records_type` says every keyword of
+    the schema but the `pattern` of a record's own required string fields (`patterns`, with the _Shape
+    each is, or None), and which of several objects a `oneOf` field holds (`choices`: the key sets that
+    make exactly one of them)."""
 
     kinds: frozenset[str]
     records_type: Any
     patterns: tuple[tuple[str, re.Pattern, "_Shape | None", frozenset[str]], ...]   # (field, regex, shape, kinds)
     choices: tuple[tuple[str, frozenset[frozenset[str]], frozenset[str]], ...]      # (field, key sets, kinds)
 
-    def valid(self, records: list, kinds: list) -> bool:
-        """Whether every one of `records` (their `kinds` alongside: each one of self.kinds) is valid, as
-        record_valid_plain would say of each: the schema holds and no float lies anywhere."""
-        try:
-            msgspec.convert(records, self.records_type)
-        except msgspec.ValidationError:
-            return False
-        everyone = self.kinds
-        for name, regex, shape, where in self.patterns:
-            values = list(map(operator.itemgetter(name), records)) if where == everyone else \
-                [r[name] for r, k in zip(records, kinds) if k in where]
-            if not (shape.holds(values) if shape is not None else all(map(regex.search, values))):
-                return False
-        for name, keysets, where in self.choices:
-            values = [r[name] for r, k in zip(records, kinds) if k in where]
-            if not keysets.issuperset([frozenset(v) for v in values if v is not None]):
-                return False
-        return True
-
 
 class _Shape:
     """A pattern of ASCII characters that is a run of one set of them (`^[set]+$`, `^[set]*$`), or of a
-    fixed length with one set (or one character) at each place, the sets apart (`^[0-9]{4}-[0-9]{2}$`):
-    `holds(values)` says whether every one of a list of strings matches it, for the whole list at once
-    (bytes.translate and one comparison in C, where searching each costs a call of the regex engine).
-    `of(pattern)` is None for any other pattern."""
+    fixed length with one set (or one character) at each place, the sets apart (`^[0-9]{4}-[0-9]{2}$`), as
+    verify's C pass matches a string's bytes against it (linecheck.py): a run's `members` (at least
+    `minimum` of them), or for a fixed length the `template`, each place's set as the number `table` gives
+    each of its characters. `of(pattern)` is None for any other pattern."""
 
     def __init__(self, template: bytes | None, table: bytes, minimum: int, members: bytes) -> None:
         self.template, self.table, self.minimum, self.members = template, table, minimum, members
@@ -735,17 +712,6 @@ class _Shape:
             else:
                 return None   # NEGATE, a category, beyond ASCII
         return frozenset(chars)
-
-    def holds(self, values: list[str]) -> bool:
-        try:
-            joined = "".join(values).encode("ascii")
-        except UnicodeEncodeError:
-            return False   # a character beyond ASCII, which no set holds
-        if self.template is None:
-            return not joined.translate(None, self.members) and (
-                self.minimum == 0 or min(map(len, values), default=1) >= self.minimum)
-        n = len(self.template)
-        return list(map(len, values)) == [n] * len(values) and joined.translate(self.table) == self.template * len(values)
 
 
 class _Structs:

@@ -10,10 +10,11 @@ of the file each. What needs the lines before (the chain, seq, the tree, signatu
 walk's, in this process, in file order, with the checks in the order they always had, so that the
 first problem found and its message are what reading the log line by line finds.
 
-Lines are read in batches: a batch of canonical lines is parsed and compared in C, and lines in a row
-whose records are of the kinds the walk needs nothing else of are checked at once (`_fast_run`: the
-schema by msgspec, hashes and bodies in a row); a line it does not take is read by `line_facts`, which
-says what is wrong with it (tests/test_verify_bulk.py: the same facts as line by line).
+A chunk's lines go first to a pass of our own in C (`linecheck`, `_linecheck.c`): in one read of a line's
+bytes it proves them canonical JSON, checks the schema, and computes the hashes, and it takes the lines it
+finds clean, of the kinds the walk needs nothing else of, a run of them at a time. A line it does not take
+is read by `line_facts`, which says what is wrong with it (tests/test_linecheck.py: the same facts as line
+by line); without the extension, every line is.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import operator
 import os
 import pickle
 import signal
@@ -32,13 +32,8 @@ from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from dataclasses import field
-from functools import lru_cache
-from functools import partial
-from itertools import repeat
 from pathlib import Path
 from typing import Any, NamedTuple
-
-import orjson
 
 from spillage.proxy.capturelog import GENESIS
 from spillage.proxy.capturelog import MAX_LINE_BYTES
@@ -57,6 +52,7 @@ from spillage.proxy.layout import capture_path
 from spillage.proxy.layout import CHECKPOINT_NOTE
 from spillage.proxy.layout import read_checkpoint_note
 from spillage.proxy.layout import read_meta
+from spillage.proxy.linecheck import scanner
 from spillage.proxy.merkle import MerkleFrontier
 from spillage.proxy.merkle import leaf_hash
 from spillage.proxy.notes import NoteError
@@ -64,8 +60,6 @@ from spillage.proxy.notes import checkpoint_text
 from spillage.proxy.notes import long_term_name
 from spillage.proxy.notes import origin
 from spillage.proxy.notes import parse_note
-from spillage.proxy.schema import BulkSchema
-from spillage.proxy.schema import bulk_schema
 from spillage.proxy.schema import record_valid
 from spillage.proxy.schema import record_valid_plain
 from spillage.proxy.schema import schema_problem
@@ -535,7 +529,7 @@ def _facts(log: Path, jobs: int) -> Iterator[tuple | _Run | CaptureError]:
     workers: list = []
     if hasattr(os, "fork") and threading.active_count() == 1:
         record_valid_plain()   # compiled once, here, for every worker
-        _bulk()
+        _scanner()
         for _ in range(jobs):
             workers.append(_Forked(log, workers))
     else:
@@ -623,11 +617,11 @@ def _serve(log: Path, stdin, stdout) -> None:
 def _chunk_facts(log: Path, start: int, end: int | None) -> list[tuple | _Run | CaptureError]:
     """line_facts of the lines that start at or after byte `start` of the log and before `end` (None:
     to the end of the file), the last read whole, lines in a row that can be checked at once made a
-    _Run; nothing after a line that holds no record. The lines are read BATCH at a time, and a batch
-    whose lines are all canonical, valid and chained is checked at once (_fast_run)."""
+    _Run; nothing after a line that holds no record. The chunk is read at once, and its lines are given to
+    the C pass (linecheck), which takes those it finds clean; line_facts reads the others."""
     runs = _Runs()
     session = log.parent
-    with open(log, "rb", buffering=1 << 20) as f:  # lines of kilobytes: a buffer of many of them
+    with open(log, "rb", buffering=1 << 20) as f:
         if start:
             f.seek(start - 1)
             if f.read(1) != b"\n":  # inside a line, the previous chunk's: skip to the next
@@ -635,32 +629,47 @@ def _chunk_facts(log: Path, start: int, end: int | None) -> list[tuple | _Run | 
                 while piece and not piece.endswith(b"\n"):
                     piece = f.readline(MAX_LINE_BYTES)
         at = f.tell()
-        at_end = lambda: not f.peek(1)  # noqa: E731 - asked only of a line that does not parse
-        batch: list[bytes] = []
-        while True:
-            raw = f.readline(MAX_LINE_BYTES) if end is None or at < end else b""
-            if raw:
+        data = f.read(CHUNK_BYTES if end is None else max(end - at, 0))
+        whole = data.rfind(b"\n") + 1   # the complete lines; the one the chunk's end cuts is read below
+        more = len(data) > whole
+        if _lines(data, whole, lambda: not more and not f.peek(1), session, runs):
+            at += whole
+            f.seek(at)
+            while end is None or at < end:
+                raw = f.readline(MAX_LINE_BYTES)
                 at += len(raw)
-                batch.append(raw)
-                if len(batch) < BATCH:
-                    continue
-            if batch and not _batch(batch, at_end, session, runs):
-                break   # a line that holds no record: the log is read no further
-            batch = []
-            if not raw:
-                break
+                if not raw or not _lines(raw, len(raw), lambda: not f.peek(1), session, runs):
+                    break
     runs.close()
     return runs.out
 
 
-BATCH = 64   # lines checked at once
+def _lines(data: bytes, stop: int, at_end: Callable[[], bool], session: Path, runs: _Runs) -> bool:
+    """Add to `runs` the facts of the lines of data[:stop], each as `readline` returns it (`at_end()`: the
+    file ends after the last); False when one holds no record (then nothing after it is added). The C pass
+    takes the lines it finds clean, a run at a time; line_facts reads each other line (every line, when
+    the extension was not built)."""
+    scan = _scanner()
+    pos = 0
+    while pos < stop:
+        if scan is not None:
+            pos, groups = scan(data, pos)
+            for group in groups:
+                runs.lines(*group)
+            if pos >= stop:
+                break
+        line_end = data.find(b"\n", pos, stop) + 1 or stop
+        if not runs.line(line_facts(data[pos:line_end], at_end if line_end == stop else _NEVER, session)):
+            return False
+        pos = line_end
+    return True
+
+
+def _scanner() -> Callable[[bytes, int], tuple[int, list]] | None:
+    return scanner(BARE_KINDS, EXCHANGE_KINDS)
+
+
 EXCHANGE_KINDS = frozenset({"request", "response", "egress_blocked"})
-_CANONICAL = partial(orjson.dumps, option=orjson.OPT_SORT_KEYS)   # canonical JSON of a plain record
-_KIND, _SEQ, _HASH, _PREV, _TEXT, _SIZE, _SHA256 = map(
-    operator.itemgetter, ("kind", "seq", "hash", "prev", "text", "size", "sha256"))
-_BODY = operator.methodcaller("get", "body")
-_HEXDIGEST = operator.methodcaller("hexdigest")
-_HASH_MEMBER = b',"hash":"%b"'.__mod__   # a record's own hash, in canonical JSON: 74 bytes
 _NEVER = lambda: False  # noqa: E731 - at_end of a line that others follow
 
 
@@ -712,99 +721,6 @@ class _Runs:
         self.more += more
         self.exchanges = self.exchanges or exchanges
         self.seq, self.head = seq, head
-
-
-def _batch(raws: list[bytes], at_end: Callable[[], bool], session: Path, runs: _Runs) -> bool:
-    """Add to `runs` the facts of lines read one after another (`at_end()`: the file ends after the last);
-    False when one holds no record (then nothing after it is added). Lines whose records are all
-    canonical JSON are parsed and compared in C, a line at a time; then clean lines of BARE_KINDS in a
-    row are checked at once by _fast_run, and what it does not take, line by line by line_facts."""
-    n = len(raws)
-
-    def slow(i: int, j: int) -> bool:
-        return all(runs.line(line_facts(raws[k], at_end if k == n - 1 else _NEVER, session)) for k in range(i, j))
-
-    try:
-        lines = [raw[:-1] for raw in raws]
-        if max(map(len, raws)) >= MAX_LINE_BYTES or not all(map(bytes.endswith, raws, repeat(b"\n"))):
-            return slow(0, n)
-        recs = list(map(orjson.loads, lines))
-        kinds = list(map(_KIND, recs))
-        fast = _bulk().kinds
-        if list(map(_CANONICAL, recs)) != lines:
-            return slow(0, n)   # a line not canonical, or a record orjson writes its own way
-        bare = [kind in fast for kind in kinds]
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError, TypeError, KeyError):
-        return slow(0, n)
-    i = 0
-    while i < n:
-        try:
-            j = bare.index(False, i)
-        except ValueError:
-            j = n
-        if i < j:
-            found = _fast_run(lines[i:j], recs[i:j], kinds[i:j], session)
-            if found is None:
-                if not slow(i, j):
-                    return False
-            else:
-                runs.lines(*found)
-        if j < n and not slow(j, j + 1):
-            return False
-        i = j + 1
-    return True
-
-
-def _fast_run(lines: list[bytes], recs: list[dict], kinds: list[str], session: Path) -> tuple | None:
-    """For lines in a row that are the canonical JSON of `recs`, records of `kinds` that _bulk checks:
-    when each is clean (as _Runs.line says: its hash is its content's, its body matches, the schema
-    holds) and follows the one before (seq, prev), (the first's line_facts, the others' leaves end to
-    end, how many others, whether one is an exchange, the last seq and hash), else None.
-
-    Everything line_facts checks of each, checked for the batch: the schema in C (schema.BulkSchema),
-    the content hash of each line without its own `hash` member (the last `,"hash":"..."` of the line:
-    none of these kinds has an object after `hash` in canonical order; were it another, the hash would not
-    be the record's, and no line can be made to hash to what it holds), inline text bodies encoded and
-    hashed in a row, blob and base64 bodies by _check_body."""
-    n = len(recs)
-    if not _bulk().valid(recs, kinds):
-        return None
-    seqs, hashes, prevs = list(map(_SEQ, recs)), list(map(_HASH, recs)), list(map(_PREV, recs))
-    if seqs != list(range(seqs[0], seqs[0] + n)) or prevs[1:] != hashes[:-1]:
-        return None
-    starts = list(map(bytes.rfind, lines, map(_HASH_MEMBER, map(str.encode, hashes))))
-    if -1 in starts:
-        return None
-    own, leaves = [], []
-    for line, at in zip(lines, starts):
-        view = memoryview(line)
-        digest = hashlib.sha256(view[:at])
-        digest.update(view[at + 74:])
-        own.append(digest.hexdigest())
-        digest = hashlib.sha256(b"\x00")
-        digest.update(line)
-        leaves.append(digest.digest())
-    if own != hashes:
-        return None
-    bodies = [body for body in map(_BODY, recs) if body is not None]
-    if bodies:
-        texts = [body for body in bodies if "text" in body]
-        if len(texts) < len(bodies) and any(_check_body(session, body) is not None
-                                            for body in bodies if "text" not in body):
-            return None
-        data = list(map(str.encode, map(_TEXT, texts)))
-        if list(map(len, data)) != list(map(_SIZE, texts)) or \
-                list(map(_HEXDIGEST, map(hashlib.sha256, data))) != list(map(_SHA256, texts)):
-            return None
-    first = (seqs[0], kinds[0], hashes[0], prevs[0], None, own[0], None, None, leaves[0])
-    return (first, b"".join(leaves[1:]), n - 1, not EXCHANGE_KINDS.isdisjoint(kinds[1:]), seqs[-1], hashes[-1])
-
-
-@lru_cache(maxsize=1)
-def _bulk() -> BulkSchema:
-    found = bulk_schema(BARE_KINDS)
-    found.valid([], [])   # msgspec reads the types once, here (before workers are forked)
-    return found
 
 
 def _check_body(session: Path, body: Any) -> tuple[str, str] | None:

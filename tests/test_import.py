@@ -495,7 +495,7 @@ def test_the_importers_schema_check_is_jsonschemas(tmp_path):
 
     from capture_helpers import records_of
     from capture_helpers import write_session as write_full_session
-    from test_verify_bulk import mutated
+    from test_linecheck import mutated
 
     from spillage.proxy.formats.imports import InvalidRecord, check_record, record_validator
 

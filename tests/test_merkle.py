@@ -302,3 +302,22 @@ def test_frontier_copy_is_independent():
     frontier.append(LEAVES[201])
     assert (clone.size, clone.root()) == (6, root_of([*LEAVES[:5], LEAVES[100]]))
     assert (frontier.size, frontier.root()) == (7, root_of([*LEAVES[:5], LEAVES[200], LEAVES[201]]))
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_frontier_extended_by_many_leaves_at_once_is_the_tree_of_them_all(monkeypatch, compiled):
+    """extend (in C when the package's extension was built, else the loop of merkle.py) from every size
+    up to 130, by runs of 0 to 70 leaves, against root_of the leaves so far."""
+    from spillage.proxy import merkle
+
+    assert merkle._extend is not None   # the package was built with its extension (setup.py)
+    if not compiled:
+        monkeypatch.setattr(merkle, "_extend", None)
+    for start in range(131):
+        for more in (0, 1, 2, 3, 7, 64, 70):
+            frontier = MerkleFrontier()
+            for leaf in LEAVES[:start]:
+                frontier.append(leaf)
+            frontier.extend(b"".join(LEAVES[start:start + more]))
+            assert frontier.size == start + more
+            assert frontier.root() == root_of(LEAVES[:start + more]), (start, more)
