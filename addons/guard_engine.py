@@ -262,15 +262,13 @@ class GuardEngine:
             builder.add(r)
         found = []
         for number, action in enumerate(builder.finish(), start=1):
-            profile = profile_of(action, self.profiles)
-            for attribute in self.policy.attributes:
-                for event in self.judge.action_events(number, action, attribute, profile):
-                    # what was on screen is judged over the page's whole dwell (Dwell), not per beacon
-                    if not event.uncertain and not (action.kind == "scroll" and event.category not in CONTENT_CATEGORIES):
-                        channel = "content" if event.category in CONTENT_CATEGORIES else "behavior"
-                        where = event.place.piece if event.place else None
-                        found.append(Finding(attribute.id, event.category, event.matched, channel,
-                                             where.where if where else "", where.decodings if where else ()))
+            for event in self.judge.action_events(number, action, self.policy.attributes, profile_of(action, self.profiles)):
+                # what was on screen is judged over the page's whole dwell (Dwell), not per beacon
+                if not event.uncertain and not (action.kind == "scroll" and event.category not in CONTENT_CATEGORIES):
+                    channel = "content" if event.category in CONTENT_CATEGORIES else "behavior"
+                    where = event.place.piece if event.place else None
+                    found.append(Finding(event.attribute.id, event.category, event.matched, channel,
+                                         where.where if where else "", where.decodings if where else ()))
         if beacon_target(url) in self.endpoints:
             found += self.said(reading, found)
         return list(dict.fromkeys(found))
