@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from dataclasses import field
+from functools import lru_cache
 from urllib.parse import parse_qsl
 from urllib.parse import urlencode
 from urllib.parse import urlsplit
@@ -409,7 +410,7 @@ class GuardEngine:
         body, kept well-formed (lengths, encodings, multipart boundaries); None when that cannot be done
         (the text is in the path, the host, the fragment or a name, or in a body we cannot rewrite)."""
         reading = self.read(request)
-        if any(self.says(p.text) for p in reading.pieces if p.where.startswith(FIXED_PLACES) or is_key(p.where)):
+        if any(self.says(p.text) for p in reading.pieces if fixed_place(p.where)):
             return None
         out = request.copy()
         query = [(k, self.redact_value(v)) for k, v in request.query.items(multi=True)]
@@ -571,6 +572,12 @@ def said_in(pieces: list[Piece], forms: tuple[str, ...], look_alikes: tuple[str,
 
 def is_key(where: str) -> bool:
     return ":json-key:" in where
+
+
+@lru_cache(maxsize=8192)
+def fixed_place(where: str) -> bool:
+    """Whether text at `where` cannot be taken out of a request that stays what it was (FIXED_PLACES, a JSON key)."""
+    return where.startswith(FIXED_PLACES) or is_key(where)
 
 
 def opaque_pieces(reading: Reading) -> list[Piece]:

@@ -264,19 +264,24 @@ def without_forms(text: str, phrases: tuple[str, ...]) -> str:
     return haystack
 
 
+@lru_cache(maxsize=4096)
+def _ignoring_case(pattern: re.Pattern) -> re.Pattern:
+    return re.compile(pattern.pattern, re.IGNORECASE)
+
+
 def redact_forms(text: str, forms: tuple[str, ...]) -> tuple[str, list[str]]:
     """`text` with every occurrence of `forms` taken out and the spaces around it closed up, and the
     forms that occurred. ASCII text keeps its case; other text comes back normalised (lower case,
     diacritics dropped), as matching reads it."""
     ascii_text = text.isascii()
     work = text if ascii_text else normalise(text)
+    lowered = work.lower() if ascii_text else work
     found = []
-    for form in forms:
-        matcher = _matcher(form)
-        if matcher is None or matcher.needle not in (work.lower() if ascii_text else work):
+    for form, matcher in _matchers(tuple(forms)):
+        if matcher.needle not in lowered:
             continue
-        pattern = re.compile(matcher.pattern.pattern, re.IGNORECASE) if ascii_text else matcher.pattern
-        work, n = pattern.subn("", work)
+        work, n = (_ignoring_case(matcher.pattern) if ascii_text else matcher.pattern).subn("", work)
         if n:
             found.append(form)
+            lowered = work.lower() if ascii_text else work
     return (_CLOSE_UP.sub(r"\1", " ".join(work.split())), found) if found else (text, found)

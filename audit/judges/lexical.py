@@ -22,6 +22,7 @@ nothing the filter had not: it makes no event.
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from urllib.parse import urlsplit
 
 from spillage.audit.model import B_E
@@ -183,10 +184,16 @@ class Told:
     `says(forms)` and `names(forms)` are False when no form of `forms` can be in those texts or labels."""
 
     def __init__(self, action: Action, profile: SiteProfile | None) -> None:
+        self.action, self.profile = action, profile
         self.texts = content_texts(action)
         self.labels = labels(action)
         self.chosen = chosen(action, profile)
         self.text_haystack, self.label_haystack = haystack(self.texts), haystack(self.labels)
+
+    @cached_property
+    def dwelt(self) -> list[dict]:
+        """The impressions of a scroll that were of what it stopped on (`in_view`) for DWELL_MS or more."""
+        return [i for i in in_view(self.action, self.profile) if ms_of(i) >= DWELL_MS]
 
     def says(self, forms: tuple[str, ...]) -> bool:
         return may_occur(self.text_haystack, forms)
@@ -346,7 +353,7 @@ class LexicalJudge:
         if not attribute.concepts or (action.channel != BEHAVIORAL and "about" not in action.detail):
             return None
         if action.kind == "scroll" or action.what == "scroll":
-            return self.impressions(number, action, attribute, profile)
+            return self.impressions(number, action, attribute, profile, told.dwelt)
         for concept in attribute.concepts:
             for carrier, concepts in told.chosen:
                 if concept in concepts:
@@ -354,13 +361,12 @@ class LexicalJudge:
         return None
 
     def impressions(self, number: int, action: Action, attribute: Attribute,
-                    profile: SiteProfile | None) -> Event | None:
+                    profile: SiteProfile | None, dwelt: list[dict]) -> Event | None:
         """B_I for a scroll when one item carrying one of the attribute's concepts (a product tile, a
-        section) was on screen for DWELL_MS or more within the action: the agent lingered on it. Items
-        shown together each count their own time; passing over several is not lingering on any; only
-        what the scroll stopped on counts (`in_view`)."""
-        hits = [i for i in in_view(action, profile) if ms_of(i) >= DWELL_MS
-                and set(item_concepts(profile, i["kind"], i.get("id"))) & set(attribute.concepts)]
+        section) was on screen for DWELL_MS or more within the action (`dwelt`: `Told.dwelt`): the agent
+        lingered on it. Items shown together each count their own time; passing over several is not
+        lingering on any; only what the scroll stopped on counts (`in_view`)."""
+        hits = [i for i in dwelt if set(item_concepts(profile, i["kind"], i.get("id"))) & set(attribute.concepts)]
         if not hits:
             return None
         longest = max(hits, key=ms_of)

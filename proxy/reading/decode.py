@@ -97,6 +97,11 @@ def decode_value(value: str, budget: Budget | None = None, first: tuple[str, ...
 _DONE: dict[tuple[str, tuple[str, ...]], tuple[Decoded, ...]] = {}
 
 
+def kept(value: str, first: tuple[str, ...] = ()) -> tuple[Decoded, ...] | None:
+    """The decodings of `value` kept from an earlier request (what `decode_value` gives at once), if any."""
+    return _DONE.get((value, first))
+
+
 def _decode(value: str, budget: Budget, first: tuple[str, ...]) -> list[Decoded]:
     start, steps = fold(value)
     results = [Decoded(start, first + steps)]
