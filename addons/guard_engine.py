@@ -493,7 +493,14 @@ class GuardEngine:
 
     def redact_value(self, value: str) -> str | None:
         """`value` without the guarded forms and cues, in the encoding it came in (plain text, JSON,
-        base64 of text); None when they are in it under an encoding this cannot rewrite."""
+        base64 of text); None when they are in it under an encoding this cannot rewrite (worked out
+        once per value while a request is being decided: an event's items repeat their kinds)."""
+        key = ("redacted", value)
+        if key not in self.readings:
+            self.readings[key] = (self.rewritten(value), None)
+        return self.readings[key][0]
+
+    def rewritten(self, value: str) -> str | None:
         document = json_document(value)
         if document is not None:
             walked = self.redact_json(document)

@@ -191,6 +191,19 @@ class Told:
         self.text_haystack, self.label_haystack = haystack(self.texts), haystack(self.labels)
 
     @cached_property
+    def typing(self) -> list[tuple[str, str]]:
+        """(text, its last word) for text typed and left unsubmitted (a suggest action's text, text sent
+        piecemeal) whose last word has PREFIX_LETTERS or more: what `typed_prefix` reads."""
+        action = self.action
+        typing = [action.text] if action.what == "suggest" else []
+        out = []
+        for text in typing + [p.text for p in action.places if p.piece.where.startswith("stream:")]:
+            words = re.findall(r"[^\W\d_]+", normalise(text))
+            if words and len(words[-1]) >= PREFIX_LETTERS:
+                out.append((text, words[-1]))
+        return out
+
+    @cached_property
     def dwelt(self) -> list[dict]:
         """The impressions of a scroll that were of what it stopped on (`in_view`) for DWELL_MS or more."""
         return [i for i in in_view(self.action, self.profile) if ms_of(i) >= DWELL_MS]
@@ -294,15 +307,10 @@ class LexicalJudge:
                               f"look-alike: {reason}", uncertain=True, text=text)
         return self.event(category, attribute, number, action, form, CONFIDENCE_EXPLICIT, text=text)
 
-    def typed_prefix(self, number: int, action: Action, attribute: Attribute) -> Event | None:
+    def typed_prefix(self, number: int, action: Action, attribute: Attribute, told: Told) -> Event | None:
         """C_E for text typed and left unsubmitted (suggestions, keystrokes, text sent piecemeal) that
         ends in the start of one of the attribute's words: `kettle for pregn` is `pregnant` being typed."""
-        typing = [action.text] if action.what == "suggest" else []
-        for text in typing + [p.text for p in action.places if p.piece.where.startswith("stream:")]:
-            words = re.findall(r"[^\W\d_]+", normalise(text))
-            last = words[-1] if words else ""
-            if len(last) < PREFIX_LETTERS:
-                continue
+        for text, last in told.typing:
             for form in attribute.match:
                 for word in re.findall(r"[^\W\d_]+", normalise(form)):
                     if word.startswith(last) and word != last and 2 * len(last) >= len(word):
@@ -325,7 +333,7 @@ class LexicalJudge:
         texts = told.texts
         if texts:
             stated = self.explicit(C_E, texts, attribute, number, action) if told.says(attribute.match) else None
-            stated = stated or self.typed_prefix(number, action, attribute)
+            stated = stated or self.typed_prefix(number, action, attribute, told)
             if stated:
                 events.append(stated)
             if (stated is None or stated.uncertain) and told.says(attribute.cues) and (

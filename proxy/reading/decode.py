@@ -233,7 +233,8 @@ def json_walk(doc: Any, limit: int = 100_000) -> Iterator[tuple[str, str, bool]]
             yield path, item, is_key
         elif isinstance(item, dict):
             for key, value in reversed(list(item.items())):
-                stack += [(f"{path}.{key}", value, False), (f"{path}.{key}", str(key), True)]
+                child = f"{path}.{key}"
+                stack += [(child, value, False), (child, str(key), True)]
         elif isinstance(item, list):
             stack.extend(reversed([(f"{path}[{i}]", value, False) for i, value in enumerate(item)]))
 
