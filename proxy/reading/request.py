@@ -20,6 +20,7 @@ import os
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from functools import lru_cache
 from typing import Any
 from typing import Iterable
 from typing import NamedTuple
@@ -357,6 +358,12 @@ def _site(raw: str, decoded: str) -> tuple[str, ...]:
     return ("percent",) if raw != decoded else ()
 
 
+@lru_cache(maxsize=8192)
+def _unindexed(where: str) -> str:
+    """A place without its list indexes (`body:json:$.items[3].id` → `body:json:$.items[].id`)."""
+    return _INDEX.sub("[]", where)
+
+
 def joined(pieces: Iterable[Piece], where: str) -> list[Piece]:
     """Words split over two values of one request (two parameters, two fields of an event): where one
     value ends in a letter and the next begins with one, the words around the seam, joined end to end
@@ -365,7 +372,7 @@ def joined(pieces: Iterable[Piece], where: str) -> list[Piece]:
     taken in its first decoding; a value with no seam to its neighbour gives nothing."""
     firsts: dict[tuple[str, str], Piece] = {}
     for piece in pieces:   # each value once: a repeated parameter's values, a list's items, one after another
-        firsts.setdefault((_INDEX.sub("[]", piece.where), piece.raw), piece)
+        firsts.setdefault((_unindexed(piece.where), piece.raw), piece)
     values = list(firsts.values())
     out = []
     for a, b in zip(values, values[1:]):
