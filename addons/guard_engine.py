@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from dataclasses import field
+from functools import lru_cache
 from urllib.parse import parse_qsl
 from urllib.parse import urlencode
 from urllib.parse import urlsplit
@@ -262,15 +263,13 @@ class GuardEngine:
             builder.add(r)
         found = []
         for number, action in enumerate(builder.finish(), start=1):
-            profile = profile_of(action, self.profiles)
-            for attribute in self.policy.attributes:
-                for event in self.judge.action_events(number, action, attribute, profile):
-                    # what was on screen is judged over the page's whole dwell (Dwell), not per beacon
-                    if not event.uncertain and not (action.kind == "scroll" and event.category not in CONTENT_CATEGORIES):
-                        channel = "content" if event.category in CONTENT_CATEGORIES else "behavior"
-                        where = event.place.piece if event.place else None
-                        found.append(Finding(attribute.id, event.category, event.matched, channel,
-                                             where.where if where else "", where.decodings if where else ()))
+            for event in self.judge.action_events(number, action, self.policy.attributes, profile_of(action, self.profiles)):
+                # what was on screen is judged over the page's whole dwell (Dwell), not per beacon
+                if not event.uncertain and not (action.kind == "scroll" and event.category not in CONTENT_CATEGORIES):
+                    channel = "content" if event.category in CONTENT_CATEGORIES else "behavior"
+                    where = event.place.piece if event.place else None
+                    found.append(Finding(event.attribute.id, event.category, event.matched, channel,
+                                         where.where if where else "", where.decodings if where else ()))
         if beacon_target(url) in self.endpoints:
             found += self.said(reading, found)
         return list(dict.fromkeys(found))
@@ -411,7 +410,7 @@ class GuardEngine:
         body, kept well-formed (lengths, encodings, multipart boundaries); None when that cannot be done
         (the text is in the path, the host, the fragment or a name, or in a body we cannot rewrite)."""
         reading = self.read(request)
-        if any(self.says(p.text) for p in reading.pieces if p.where.startswith(FIXED_PLACES) or is_key(p.where)):
+        if any(self.says(p.text) for p in reading.pieces if fixed_place(p.where)):
             return None
         out = request.copy()
         query = [(k, self.redact_value(v)) for k, v in request.query.items(multi=True)]
@@ -494,7 +493,14 @@ class GuardEngine:
 
     def redact_value(self, value: str) -> str | None:
         """`value` without the guarded forms and cues, in the encoding it came in (plain text, JSON,
-        base64 of text); None when they are in it under an encoding this cannot rewrite."""
+        base64 of text); None when they are in it under an encoding this cannot rewrite (worked out
+        once per value while a request is being decided: an event's items repeat their kinds)."""
+        key = ("redacted", value)
+        if key not in self.readings:
+            self.readings[key] = (self.rewritten(value), None)
+        return self.readings[key][0]
+
+    def rewritten(self, value: str) -> str | None:
         document = json_document(value)
         if document is not None:
             walked = self.redact_json(document)
@@ -573,6 +579,12 @@ def said_in(pieces: list[Piece], forms: tuple[str, ...], look_alikes: tuple[str,
 
 def is_key(where: str) -> bool:
     return ":json-key:" in where
+
+
+@lru_cache(maxsize=8192)
+def fixed_place(where: str) -> bool:
+    """Whether text at `where` cannot be taken out of a request that stays what it was (FIXED_PLACES, a JSON key)."""
+    return where.startswith(FIXED_PLACES) or is_key(where)
 
 
 def opaque_pieces(reading: Reading) -> list[Piece]:

@@ -271,9 +271,10 @@ class ActionBuilder:
         else:
             own, typed = self.read_request(record, reading)
         riding = self.riders.pieces(seq, reading, own, self.named_action)
-        seams = joined([p for p in reading.pieces if typed(p)], "joined")
+        values = [p for p in reading.pieces if typed(p)]
+        seams = joined(values, "joined")
         if beacon:   # the values of what was typed, next to each other too (a form's fields, without their names)
-            seams += joined([p for p in reading.pieces if typed(p) and beacon_role(event, p) != SITE], "joined")
+            seams += joined([p for p in values if beacon_role(event, p) != SITE], "joined")
         riding += [Placed(seq, p, own=False, observers=(reading.host,)) for p in seams + self.runs(reading)]
         made = [a for a in self.actions[made:] if seq in a.evidence]
         for action in made:

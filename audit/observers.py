@@ -11,6 +11,7 @@ import json
 import os
 import sys
 from functools import cache
+from functools import lru_cache
 from pathlib import Path
 
 TRACKERDB_ENV = "SPILLAGE_TRACKERDB"   # another copy of the package's folder (its package.json beside dist/)
@@ -26,9 +27,10 @@ def _psl():
     return PublicSuffixList()
 
 
+@lru_cache(maxsize=4096)
 def registrable_domain(host: str) -> str:
     """The domain a host's owner registered (www.amazon.co.uk → amazon.co.uk); an address, or a name
-    that is itself a public suffix, is its own."""
+    that is itself a public suffix, is its own (kept per host: the guard asks it of every request)."""
     host = host.lower().rstrip(".").strip("[]")
     try:
         ipaddress.ip_address(host)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from functools import lru_cache
 from http.cookies import SimpleCookie
 from urllib.parse import urlsplit
 
@@ -39,7 +40,10 @@ BROWSER_HEADERS = frozenset({
 
 
 def has_words(piece: Piece) -> bool:
-    return any(c.isalpha() for c in piece.text)
+    text = piece.text
+    if text.isascii():
+        return text.lower() != text.upper()   # an ASCII letter is a cased character
+    return any(c.isalpha() for c in text)
 
 
 def incidental(placed: Placed) -> bool:
@@ -109,6 +113,7 @@ class Riders:
         action a Referer or Origin names (it is told of it), or None."""
         out = []
         told = {}
+        observers = (reading.host,)
         for piece in reading.pieces:
             if own(piece) or not has_words(piece) or self.structural(piece, reading):
                 continue
@@ -118,7 +123,7 @@ class Riders:
                     told[header] = named_action(reading.request.header(header))
                 if told[header]:
                     continue
-            out.append(Placed(seq, piece, own=False, observers=(reading.host,)))
+            out.append(Placed(seq, piece, False, observers))
         return out
 
     def structural(self, piece: Piece, reading: Reading) -> bool:
@@ -174,20 +179,24 @@ class Riders:
 def beacon_own(event: str):
     """Which pieces of an event beacon's request are the tracker's schema (read through its `beacon`
     record: what was typed, chosen and seen, the page): everything else in it rides along."""
-    def own(piece: Piece) -> bool:
-        where = piece.where
-        if where.startswith("body:json:"):
-            return beacon_field_role(event, where[len("body:json:"):]) is not None
-        if where.startswith("body:json-key:"):
-            return beacon_field_role(event, where[len("body:json-key:"):]) is not None
-        return where.startswith(("path[", "host["))   # the endpoint itself
-    return own
+    return lambda piece: in_schema(event, piece.where)
+
+
+@lru_cache(maxsize=8192)
+def in_schema(event: str, where: str) -> bool:
+    """Whether the place `where` of an `event` beacon's request is the tracker's schema (`beacon_own`)."""
+    if where.startswith("body:json:"):
+        return beacon_field_role(event, where[len("body:json:"):]) is not None
+    if where.startswith("body:json-key:"):
+        return beacon_field_role(event, where[len("body:json-key:"):]) is not None
+    return where.startswith(("path[", "host["))   # the endpoint itself
 
 
 def _url_header(where: str) -> str | None:
-    for name in ("referer", "origin"):
-        if where.startswith(f"header:{name}/"):
-            return name
+    if where.startswith("header:referer/"):
+        return "referer"
+    if where.startswith("header:origin/"):
+        return "origin"
     return None
 
 

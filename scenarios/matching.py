@@ -213,14 +213,36 @@ def _matcher(form: str) -> _Matcher | None:
     return _Matcher(needle, re.compile(edge + "".join(parts) + _EDGE_AFTER))
 
 
+@lru_cache(maxsize=4096)
+def _matchers(forms: tuple[str, ...]) -> tuple[tuple[str, _Matcher], ...]:
+    """(form, its matcher) for each of `forms` that has one, in order."""
+    return tuple((form, matcher) for form in forms if (matcher := _matcher(form)) is not None)
+
+
 def find_form(text: str, forms: tuple[str, ...]) -> str | None:
     """The first of `forms` that occurs in `text` (see the module docstring for how)."""
+    return _found(text, tuple(forms))
+
+
+@lru_cache(maxsize=65536)
+def _found(text: str, forms: tuple[str, ...]) -> str | None:
+    """find_form's answer, kept: the same texts are read for every attribute, action and request."""
     haystack = normalise(text)
-    for form in forms:
-        matcher = _matcher(form)
-        if matcher and matcher.needle in haystack and matcher.pattern.search(haystack):
+    for form, matcher in _matchers(forms):
+        if matcher.needle in haystack and matcher.pattern.search(haystack):
             return form
     return None
+
+
+def haystack(texts) -> str:
+    """`texts` normalised, one per line: where `may_occur` looks for forms in all of them at once."""
+    return "\n".join(map(normalise, texts))
+
+
+def may_occur(haystack: str, forms: tuple[str, ...]) -> bool:
+    """Whether one of `forms` may occur in a text of `haystack` (from `haystack()`); False when none can,
+    as the text lacks the literal that every occurrence of each holds (which has no space or line in it)."""
+    return any(matcher.needle in haystack for _, matcher in _matchers(tuple(forms)))
 
 
 def spans(haystack: str, form: str) -> list[tuple[int, int]]:
@@ -242,19 +264,24 @@ def without_forms(text: str, phrases: tuple[str, ...]) -> str:
     return haystack
 
 
+@lru_cache(maxsize=4096)
+def _ignoring_case(pattern: re.Pattern) -> re.Pattern:
+    return re.compile(pattern.pattern, re.IGNORECASE)
+
+
 def redact_forms(text: str, forms: tuple[str, ...]) -> tuple[str, list[str]]:
     """`text` with every occurrence of `forms` taken out and the spaces around it closed up, and the
     forms that occurred. ASCII text keeps its case; other text comes back normalised (lower case,
     diacritics dropped), as matching reads it."""
     ascii_text = text.isascii()
     work = text if ascii_text else normalise(text)
+    lowered = work.lower() if ascii_text else work
     found = []
-    for form in forms:
-        matcher = _matcher(form)
-        if matcher is None or matcher.needle not in (work.lower() if ascii_text else work):
+    for form, matcher in _matchers(tuple(forms)):
+        if matcher.needle not in lowered:
             continue
-        pattern = re.compile(matcher.pattern.pattern, re.IGNORECASE) if ascii_text else matcher.pattern
-        work, n = pattern.subn("", work)
+        work, n = (_ignoring_case(matcher.pattern) if ascii_text else matcher.pattern).subn("", work)
         if n:
             found.append(form)
+            lowered = work.lower() if ascii_text else work
     return (_CLOSE_UP.sub(r"\1", " ".join(work.split())), found) if found else (text, found)

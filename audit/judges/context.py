@@ -83,13 +83,14 @@ def clause_at(text: str, start: int, end: int) -> tuple[str, str, str]:
     return text[begin:start], text[start:end], text[end:stop]
 
 
-def about_person(attribute: Attribute) -> set[str]:
+@functools.lru_cache(maxsize=1024)
+def about_person(attribute: Attribute) -> frozenset[str]:
     """The persons an attribute is itself about (`my son's autism`: son; `my husband died`: husband; the
     partners, when a couple shares the attribute)."""
     said = " ".join([attribute.text, *attribute.match, *attribute.cues])
     persons = {t.removesuffix("'s") for t in tokens(normalise(said)) if person_noun(t)}
     shared = attribute.cls in words()["shared_classes"]
-    return persons | (words()["partners"] if shared else set())
+    return frozenset(persons | (words()["partners"] if shared else set()))
 
 
 def someone_else(before: str, form: str, after: str, attribute: Attribute) -> str | None:
@@ -135,9 +136,11 @@ def titles(text: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=16384)
 def look_alike(text: str, form: str, attribute: Attribute) -> str | None:
     """Why `form` in `text` is not the user's attribute (the reason an uncertain event gives), or
-    None when some occurrence of it is said of the user in its sense."""
+    None when some occurrence of it is said of the user in its sense (kept: the same texts ride along
+    with every request)."""
     named = [t for t in titles(text) if find_form(t, (form,)) and normalise(t) != normalise(form)]
     haystack = normalise(without_forms(text, tuple(named)) if named else text)
     reasons = [f"{form!r} is in the title {named[0]!r}"] if named else []

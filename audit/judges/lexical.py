@@ -22,6 +22,7 @@ nothing the filter had not: it makes no event.
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from urllib.parse import urlsplit
 
 from spillage.audit.model import B_E
@@ -34,6 +35,8 @@ from spillage.audit.model import Action
 from spillage.audit.model import Event
 from spillage.origins.knowledge import SiteProfile
 from spillage.scenarios.matching import find_form
+from spillage.scenarios.matching import haystack
+from spillage.scenarios.matching import may_occur
 from spillage.scenarios.matching import normalise
 from spillage.scenarios.matching import without_forms
 from spillage.scenarios.model import Attribute
@@ -108,6 +111,8 @@ def others(texts, forms: tuple[str, ...], attribute: Attribute) -> str | None:
     or None when one is the user's (an occurrence across a seam of two values always is)."""
     reason = None
     for text in texts:
+        if not find_form(text, forms):
+            continue
         for form in forms:
             if not find_form(text, (form,)):
                 continue
@@ -173,6 +178,43 @@ def chosen(action: Action, profile: SiteProfile | None) -> list[tuple[str, tuple
     return out
 
 
+class Told:
+    """What one action told its observers, read once for every attribute: its content texts
+    (`content_texts`), the labels of what it chose or clicked (`labels`) and what it chose (`chosen`);
+    `says(forms)` and `names(forms)` are False when no form of `forms` can be in those texts or labels."""
+
+    def __init__(self, action: Action, profile: SiteProfile | None) -> None:
+        self.action, self.profile = action, profile
+        self.texts = content_texts(action)
+        self.labels = labels(action)
+        self.chosen = chosen(action, profile)
+        self.text_haystack, self.label_haystack = haystack(self.texts), haystack(self.labels)
+
+    @cached_property
+    def typing(self) -> list[tuple[str, str]]:
+        """(text, its last word) for text typed and left unsubmitted (a suggest action's text, text sent
+        piecemeal) whose last word has PREFIX_LETTERS or more: what `typed_prefix` reads."""
+        action = self.action
+        typing = [action.text] if action.what == "suggest" else []
+        out = []
+        for text in typing + [p.text for p in action.places if p.piece.where.startswith("stream:")]:
+            words = re.findall(r"[^\W\d_]+", normalise(text))
+            if words and len(words[-1]) >= PREFIX_LETTERS:
+                out.append((text, words[-1]))
+        return out
+
+    @cached_property
+    def dwelt(self) -> list[dict]:
+        """The impressions of a scroll that were of what it stopped on (`in_view`) for DWELL_MS or more."""
+        return [i for i in in_view(self.action, self.profile) if ms_of(i) >= DWELL_MS]
+
+    def says(self, forms: tuple[str, ...]) -> bool:
+        return may_occur(self.text_haystack, forms)
+
+    def names(self, forms: tuple[str, ...]) -> bool:
+        return may_occur(self.label_haystack, forms)
+
+
 def seen_items(action: Action) -> list[dict]:
     """The impressions of a scroll action the agent scrolled to: {"kind", "id", "ms"} dicts. What the
     page showed as it loaded (`initial`) was the site's doing, not a choice to look."""
@@ -226,9 +268,7 @@ class LexicalJudge:
         """Events before `finalize`: per-action rules, then the session patterns."""
         events = []
         for number, action in enumerate(actions, start=1):
-            profile = profile_of(action, profiles)
-            for attribute in scenario.irrelevant:
-                events += self.action_events(number, action, attribute, profile)
+            events += self.action_events(number, action, scenario.irrelevant, profile_of(action, profiles))
         events += self.pattern_events(actions, scenario, profiles, events)
         return events
 
@@ -267,15 +307,10 @@ class LexicalJudge:
                               f"look-alike: {reason}", uncertain=True, text=text)
         return self.event(category, attribute, number, action, form, CONFIDENCE_EXPLICIT, text=text)
 
-    def typed_prefix(self, number: int, action: Action, attribute: Attribute) -> Event | None:
+    def typed_prefix(self, number: int, action: Action, attribute: Attribute, told: Told) -> Event | None:
         """C_E for text typed and left unsubmitted (suggestions, keystrokes, text sent piecemeal) that
         ends in the start of one of the attribute's words: `kettle for pregn` is `pregnant` being typed."""
-        typing = [action.text] if action.what == "suggest" else []
-        for text in typing + [p.text for p in action.places if p.piece.where.startswith("stream:")]:
-            words = re.findall(r"[^\W\d_]+", normalise(text))
-            last = words[-1] if words else ""
-            if len(last) < PREFIX_LETTERS:
-                continue
+        for text, last in told.typing:
             for form in attribute.match:
                 for word in re.findall(r"[^\W\d_]+", normalise(form)):
                     if word.startswith(last) and word != last and 2 * len(last) >= len(word):
@@ -283,56 +318,63 @@ class LexicalJudge:
                                           f"typed {last!r}, the start of {word!r}", text=text)
         return None
 
-    def action_events(self, number: int, action: Action, attribute: Attribute,
+    def action_events(self, number: int, action: Action, attributes: tuple[Attribute, ...],
                       profile: SiteProfile | None) -> list[Event]:
+        """The events of one action, attribute by attribute in the order of `attributes`."""
         if action.what == "unfilter":
             return []  # it reveals nothing the filter it undoes had not
+        told = Told(action, profile)
+        return [event for attribute in attributes
+                for event in self.attribute_events(number, action, attribute, profile, told)]
+
+    def attribute_events(self, number: int, action: Action, attribute: Attribute,
+                         profile: SiteProfile | None, told: Told) -> list[Event]:
         events = []
-        texts = content_texts(action)
+        texts = told.texts
         if texts:
-            stated = self.explicit(C_E, texts, attribute, number, action) or self.typed_prefix(number, action, attribute)
+            stated = self.explicit(C_E, texts, attribute, number, action) if told.says(attribute.match) else None
+            stated = stated or self.typed_prefix(number, action, attribute, told)
             if stated:
                 events.append(stated)
-            if (stated is None or stated.uncertain) and (cue := find_text(texts, attribute.cues)):
+            if (stated is None or stated.uncertain) and told.says(attribute.cues) and (
+                    cue := find_text(texts, attribute.cues)):
                 reason = others(texts, attribute.cues, attribute)
                 events.append(self.event(C_I, attribute, number, action, f"cue:{cue[0]}",
                                          CONFIDENCE_LOOK_ALIKE if reason else CONFIDENCE_CUE,
                                          f"look-alike: {reason}" if reason else "", uncertain=bool(reason),
                                          text=cue[1]))
-        said = labels(action)
-        carries = any(set(concepts) & set(attribute.concepts) for _, concepts in chosen(action, profile))
-        named = self.explicit(B_E, said, attribute, number, action, carries)
+        carries = any(set(concepts) & set(attribute.concepts) for _, concepts in told.chosen)
+        named = self.explicit(B_E, told.labels, attribute, number, action, carries) if told.names(attribute.match) else None
         if named:
             events.append(named)
         if (named is None or named.uncertain) and (
-                implied := self.behavioral_implicit(number, action, attribute, profile, said)):
+                implied := self.behavioral_implicit(number, action, attribute, profile, told)):
             events.append(implied)
         return events
 
     def behavioral_implicit(self, number: int, action: Action, attribute: Attribute,
-                            profile: SiteProfile | None, said: list[str]) -> Event | None:
+                            profile: SiteProfile | None, told: Told) -> Event | None:
         """B_I: a cue in a label chosen or clicked; a chosen thing carrying the attribute's concept;
         for a scroll, what carries it seen long enough."""
-        if cue := find_in(said, attribute.cues):
+        if told.names(attribute.cues) and (cue := find_in(told.labels, attribute.cues)):
             return self.event(B_I, attribute, number, action, f"cue:{cue}", CONFIDENCE_CUE)
         if not attribute.concepts or (action.channel != BEHAVIORAL and "about" not in action.detail):
             return None
         if action.kind == "scroll" or action.what == "scroll":
-            return self.impressions(number, action, attribute, profile)
+            return self.impressions(number, action, attribute, profile, told.dwelt)
         for concept in attribute.concepts:
-            for carrier, concepts in chosen(action, profile):
+            for carrier, concepts in told.chosen:
                 if concept in concepts:
                     return self.event(B_I, attribute, number, action, carrier, CONFIDENCE_CONCEPT)
         return None
 
     def impressions(self, number: int, action: Action, attribute: Attribute,
-                    profile: SiteProfile | None) -> Event | None:
+                    profile: SiteProfile | None, dwelt: list[dict]) -> Event | None:
         """B_I for a scroll when one item carrying one of the attribute's concepts (a product tile, a
-        section) was on screen for DWELL_MS or more within the action: the agent lingered on it. Items
-        shown together each count their own time; passing over several is not lingering on any; only
-        what the scroll stopped on counts (`in_view`)."""
-        hits = [i for i in in_view(action, profile) if ms_of(i) >= DWELL_MS
-                and set(item_concepts(profile, i["kind"], i.get("id"))) & set(attribute.concepts)]
+        section) was on screen for DWELL_MS or more within the action (`dwelt`: `Told.dwelt`): the agent
+        lingered on it. Items shown together each count their own time; passing over several is not
+        lingering on any; only what the scroll stopped on counts (`in_view`)."""
+        hits = [i for i in dwelt if set(item_concepts(profile, i["kind"], i.get("id"))) & set(attribute.concepts)]
         if not hits:
             return None
         longest = max(hits, key=ms_of)

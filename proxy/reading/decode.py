@@ -97,6 +97,11 @@ def decode_value(value: str, budget: Budget | None = None, first: tuple[str, ...
 _DONE: dict[tuple[str, tuple[str, ...]], tuple[Decoded, ...]] = {}
 
 
+def kept(value: str, first: tuple[str, ...] = ()) -> tuple[Decoded, ...] | None:
+    """The decodings of `value` kept from an earlier request (what `decode_value` gives at once), if any."""
+    return _DONE.get((value, first))
+
+
 def _decode(value: str, budget: Budget, first: tuple[str, ...]) -> list[Decoded]:
     start, steps = fold(value)
     results = [Decoded(start, first + steps)]
@@ -228,7 +233,8 @@ def json_walk(doc: Any, limit: int = 100_000) -> Iterator[tuple[str, str, bool]]
             yield path, item, is_key
         elif isinstance(item, dict):
             for key, value in reversed(list(item.items())):
-                stack += [(f"{path}.{key}", value, False), (f"{path}.{key}", str(key), True)]
+                child = f"{path}.{key}"
+                stack += [(child, value, False), (child, str(key), True)]
         elif isinstance(item, list):
             stack.extend(reversed([(f"{path}[{i}]", value, False) for i, value in enumerate(item)]))
 

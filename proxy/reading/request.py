@@ -20,6 +20,7 @@ import os
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from functools import lru_cache
 from typing import Any
 from typing import Iterable
 from typing import NamedTuple
@@ -35,6 +36,7 @@ from spillage.proxy.reading.body import unpack
 from spillage.proxy.reading.decode import Budget
 from spillage.proxy.reading.decode import decode_value
 from spillage.proxy.reading.decode import json_walk
+from spillage.proxy.reading.decode import kept
 from spillage.proxy.reading.decode import parse_json
 from spillage.proxy.reading.decode import unquote_site
 
@@ -44,6 +46,7 @@ SKIPPED_HEADERS = ("host", "content-length")   # the host is read from the URL; 
 BEACON_EVENT_FIELDS = ("t", "type", "event")
 MAX_PIECES = 20_000
 _INDEX = re.compile(r"\[\d+\]")
+MADE_VALUES = 8192      # values whose pieces are kept (of those whose decodings decode.py keeps)
 SEAM_WORDS = 3          # words either side of a seam between two values that `joined` reads as one text
 
 
@@ -231,11 +234,21 @@ class Reading:
         return out[:MAX_PIECES]
 
     def _values(self, where: str, raw: str, first: tuple[str, ...] = (), value: str | None = None) -> list[Piece]:
-        """`raw` (or its site-decoded `value`) and every decoding of it, as pieces at `where`."""
+        """`raw` (or its site-decoded `value`) and every decoding of it, as pieces at `where` (made once
+        for the decodings `decode_value` keeps: headers and ids repeat on every request)."""
         if not raw or not raw.strip():
             return []
-        return [Piece(d.text, where, d.chain, raw) for d in decode_value(raw if value is None else value,
-                                                                         self.budget, first) if d.text.strip()]
+        text = raw if value is None else value
+        decodings = kept(text, first)
+        if decodings is None:
+            return [Piece(d.text, where, d.chain, raw) for d in decode_value(text, self.budget, first) if d.text.strip()]
+        made = _MADE.get((where, raw))
+        if made is None or made[0] is not decodings:
+            if len(_MADE) >= MADE_VALUES:
+                del _MADE[next(iter(_MADE))]
+            made = _MADE[(where, raw)] = (decodings, tuple(Piece(d.text, where, d.chain, raw)
+                                                           for d in decodings if d.text.strip()))
+        return list(made[1])
 
     def _url_pieces(self, prefix: str, url: str) -> list[Piece]:
         """The labels of a URL's host, its path segments, parameter names and values, its fragment."""
@@ -310,10 +323,13 @@ class Reading:
 
     def _json_pieces(self, where: str, doc: Any, codings: tuple[str, ...]) -> list[Piece]:
         out = []
+        keys, values, chain = f"{where}:json-key:", f"{where}:json:", codings + ("json",)
         for path, text, is_key in json_walk(doc):
-            place = f"{where}:json-key:{path}" if is_key else f"{where}:json:{path}"
-            out += self._values(place, text, codings + ("json",))
+            out += self._values((keys if is_key else values) + path, text, chain)
         return out
+
+
+_MADE: dict[tuple[str, str], tuple[tuple, tuple[Piece, ...]]] = {}   # (where, raw) → (the decodings, their pieces)
 
 
 def _pairs(query: str) -> list[tuple[str, str]]:
@@ -342,6 +358,12 @@ def _site(raw: str, decoded: str) -> tuple[str, ...]:
     return ("percent",) if raw != decoded else ()
 
 
+@lru_cache(maxsize=8192)
+def _unindexed(where: str) -> str:
+    """A place without its list indexes (`body:json:$.items[3].id` → `body:json:$.items[].id`)."""
+    return _INDEX.sub("[]", where)
+
+
 def joined(pieces: Iterable[Piece], where: str) -> list[Piece]:
     """Words split over two values of one request (two parameters, two fields of an event): where one
     value ends in a letter and the next begins with one, the words around the seam, joined end to end
@@ -350,7 +372,7 @@ def joined(pieces: Iterable[Piece], where: str) -> list[Piece]:
     taken in its first decoding; a value with no seam to its neighbour gives nothing."""
     firsts: dict[tuple[str, str], Piece] = {}
     for piece in pieces:   # each value once: a repeated parameter's values, a list's items, one after another
-        firsts.setdefault((_INDEX.sub("[]", piece.where), piece.raw), piece)
+        firsts.setdefault((_unindexed(piece.where), piece.raw), piece)
     values = list(firsts.values())
     out = []
     for a, b in zip(values, values[1:]):

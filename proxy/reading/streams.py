@@ -32,12 +32,13 @@ class Streams:
         once, as its receiver logs it: the first decoding); the runs they continue, as pieces at
         `stream:<place>`."""
         out, seen = [], set()
+        host, path = reading.host, reading.path
         for piece in reading.pieces:
             if piece.where in seen or not piece.where.startswith(("query:", "body:")) or not value(piece):
                 continue
             seen.add(piece.where)
             out += [Piece(run, f"stream:{piece.where}", ("joined",), run)
-                    for run in self.add((reading.host, reading.path, piece.where), piece.text)]
+                    for run in self.add((host, path, piece.where), piece.text)]
         return out
 
     def add(self, place: tuple, value: str) -> list[str]:
