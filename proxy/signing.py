@@ -47,8 +47,9 @@ KEY_LIMIT = 64 << 10   # a PEM key is a few hundred bytes; a bigger file is not 
 CERTIFICATE_PURPOSE = "spillage-session-key-v1"
 CHECKPOINT_PURPOSE = "spillage-checkpoint-v1"
 #: What the issuer of a session key may state in its certificate: how the agent was isolated
-#: (`sandbox`, `none`, ...), and that it cosigns the log's final checkpoint once it has checked the log.
-CLAIMS = ("isolation", "cosign")
+#: (`sandbox`, `none`, ...), that it cosigns the log's final checkpoint once it has checked the log, and
+#: what of the session folder besides the log it binds (`bound`: proxy/bound.py).
+CLAIMS = ("isolation", "cosign", "bound")
 
 
 class SigningKeyError(ValueError):
