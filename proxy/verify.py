@@ -107,7 +107,7 @@ class Signed:
     sealer: str | None = None  # fingerprint of who signed the seal of a crashed log
     isolation: str | None = None  # how the agent was isolated, as the certificate states it
     cosigned: bool = False   # the issuer cosigned the final checkpoint (the session's `checkpoint` note)
-    bound: bool = False      # the certificate binds the scenario copy, the catalog and meta.json's conditions
+    bound: dict | None = None  # what the certificate binds besides the log (proxy/bound.py), checked
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def signed_note(signed: Signed | None, count: int) -> str:
     checkpoints = f"{signed.checkpoints} checkpoint" + ("s" if signed.checkpoints != 1 else "")
     cosigned = ", cosigned by its issuer" if signed.cosigned else ""
     return (f"; signed by {signed.issuer} ({pin}): {checkpoints}, the last covers all {signed.covered} records "
-            f"before it{cosigned}" + isolation_note(signed.isolation) + ("" if signed.bound else NOT_BOUND))
+            f"before it{cosigned}" + isolation_note(signed.isolation) + ("" if signed.bound is not None else NOT_BOUND))
 
 
 def isolation_note(isolation: str | None) -> str:
@@ -417,7 +417,7 @@ def verify(path: str | os.PathLike[str], key: str | None = None, *, jobs: int | 
     if walk.signer is not None:
         signed = Signed(walk.issuer() or "", walk.checkpoints, walk.covered, pin is not None, walk.root,
                         isolation=walk.signer.get("isolation"), cosigned=bool(walk.signer.get("cosign")),
-                        bound="bound" in walk.signer)
+                        bound=walk.signer.get("bound"))
     return VerifyResult(ok=True, count=walk.count, head=walk.head, path=log,
                         provenance=walk.provenance, signed=signed)
 
@@ -882,13 +882,28 @@ def identity_problem(session: Path) -> str | None:
     """Why a session's signed name, its signer and its meta.json disagree (None when they agree), read from
     the log's first record and meta.json alone: what a command reading many sessions checks of each."""
     try:
-        first = next(iter(iter_records(session)), None)
+        signer = signer_record(session)
         meta = read_meta(session)
     except (CaptureError, ValueError) as exc:
         return str(exc)
-    signer = first.record if first is not None and first.record.get("kind") == "signer" else None
     found = identity(Path(session).name, signer, meta)
     return found[1] if found else None
+
+
+def signer_record(session: Path) -> dict | None:
+    """The `signer` record that opens the session's log (None when another record or none does)."""
+    first = next(iter(iter_records(session)), None)
+    return first.record if first is not None and first.record.get("kind") == "signer" else None
+
+
+def signed_issuer(session: Path) -> str | None:
+    """The fingerprint of the key the session's signer record names as its issuer (None when it has none or
+    the log cannot be read), whether or not the log verifies."""
+    try:
+        signer = signer_record(session)
+    except CaptureError:
+        return None
+    return fingerprint(unb64(signer.get("issuer")) or b"") if signer else None
 
 
 def _check_meta(meta: dict | None, walk: _Walk) -> tuple[str, str, int] | None:

@@ -197,14 +197,17 @@ def sign_checkpoint(record: dict[str, Any], root: bytes, signing: SessionKey) ->
                   signature=signer.sign(checkpoint_message(signing.session, record["records"], root.hex(), record["ts"])))
 
 
-def runner_session(path: Path, key, *, isolation: str = "sandbox", every: int = 4) -> SessionKey:
+LABELS = {"agent": {"framework": "command", "label": "sh", "model": None, "argv": ["sh"]},
+          "condition": {"prompt": "original", "system_note": ""}, "catalog": {"seed": 0, "sha256": "0" * 64}}
+
+
+def runner_session(path: Path, key, *, isolation: str = "sandbox", every: int = 4, labels: dict = LABELS,
+                   scenario: str = "id: shop-kettle-chat\n") -> SessionKey:
     """write_session's records as a run leaves them: signed with a session key whose certificate states
-    `isolation`, that its issuer cosigns and what it binds (a scenario copy, meta.json's labels); the final checkpoint cosigned by `key` (checkpoint.note) and
+    `isolation`, that its issuer cosigns and what it binds (the `scenario` copy, meta.json's `labels`); the final checkpoint cosigned by `key` (checkpoint.note) and
     meta.json naming the session, its keys, the isolation and the sealed head."""
-    labels = {"agent": {"framework": "command", "label": "sh", "model": None, "argv": ["sh"]},
-              "condition": {"prompt": "original", "system_note": ""}, "catalog": {"seed": 0, "sha256": "0" * 64}}
     path.mkdir(parents=True, exist_ok=True)
-    (path / SCENARIO_COPY).write_text("id: shop-kettle-chat\n", encoding="utf-8")
+    (path / SCENARIO_COPY).write_text(scenario, encoding="utf-8")
     signing = SessionKey.issue(key, path.name, NOW, cosign=True, isolation=isolation,
                                bound=bound_claim(path, labels))
     final: list[dict[str, Any]] = []
