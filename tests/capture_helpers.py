@@ -10,6 +10,9 @@ from typing import Any
 
 from spillage.proxy.bound import bound_claim
 from spillage.proxy.capturelog import CaptureWriter
+from spillage.proxy.capturelog import canonical_json
+from spillage.proxy.capturelog import iter_records
+from spillage.proxy.capturelog import record_hash
 from spillage.proxy.layout import CATALOG_COPY
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import SCENARIO_COPY
@@ -245,3 +248,19 @@ def live_of(folder: Path) -> Path:
     """The live session of an unpacked fixture folder."""
     (session,) = (folder / "live").iterdir()
     return session
+
+
+def strip_signatures(session: Path, keep_signed_claim: bool) -> None:
+    """Drop the signer record and every checkpoint, and chain what is left again."""
+    records = [line.record for line in iter_records(session) if line.record["kind"] not in ("signer", "checkpoint")]
+    prev, out = "0" * 64, []
+    for seq, rec in enumerate(records):
+        rec = dict(rec, seq=seq, prev=prev)
+        if rec["kind"] == "session_start":   # as the proxy writes it: whether the log is signed
+            rec["options"] = {**rec["options"], "signed": keep_signed_claim}
+        if rec["kind"] == "session_end":
+            rec["records"] = seq
+        rec.pop("hash")
+        rec["hash"] = prev = record_hash(rec)
+        out.append(canonical_json(rec) + b"\n")
+    put_lines(session, out)
