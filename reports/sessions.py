@@ -111,10 +111,10 @@ def read_session(folder: Path, name: str, pins: frozenset[str] | None = None,
     check = verify(folder)
     unverified = (log_problem(check, pins) or "" if check.ok else
                   f"capture failed verification ({check.damage}: {check.message})")
-    if unverified and not include_unverified:
-        raise SessionSkipped(unverified)
     if problem := audit_problem(folder, audit, check, pins):
         raise SessionSkipped(problem)
+    if unverified and not include_unverified:
+        raise SessionSkipped(unverified)
     try:
         keys = session_keys(folder, audit, meta)
         row = {"session": name, **keys, "verified": not unverified, **session_counts(audit)}
