@@ -54,7 +54,7 @@ def audit_one(session: Path, judge: str, judge_options: dict, allow_unverified: 
     try:
         report = audit_session(session, scenario, allow_unverified, make_judge(judge, **judge_options), profile_dirs,
                                catalog, home)
-        write_report(session, report)
+        write_report(session, report, home)
         return Outcome(session, {**report["summary"], "verified": report["capture"]["verified"]})
     except (AuditError, JudgeError) as e:
         return Outcome(session, error=str(e), status=e.status)

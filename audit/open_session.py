@@ -4,6 +4,7 @@ value, so that no stage opens the folder again or verifies its log twice."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
@@ -19,9 +20,11 @@ from spillage.proxy.capturelog import iter_records
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import capture_path
+from spillage.proxy.layout import file_sha256
 from spillage.proxy.layout import read_meta
 from spillage.proxy.verify import VerifyResult
 from spillage.proxy.verify import verify
+from spillage.scenarios.dump import scenario_yaml
 from spillage.scenarios.loader import ScenarioError
 from spillage.scenarios.loader import load_scenario
 from spillage.scenarios.model import Scenario
@@ -60,6 +63,15 @@ class OpenSession:
     def scenario(self) -> Scenario:
         """The scenario given, else the session's copy; AuditError when that is missing or broken."""
         return self.given_scenario or session_scenario(self.folder)
+
+    @cached_property
+    def scenario_sha256(self) -> str:
+        """The SHA-256 of the scenario audited: of the session's copy as it lies in the folder (which the
+        certificate binds), or of the YAML of the scenario given."""
+        if self.given_scenario is not None:
+            return hashlib.sha256(scenario_yaml(self.given_scenario).encode("utf-8")).hexdigest()
+        self.scenario   # a missing or broken copy is said first
+        return file_sha256(self.folder / SCENARIO_COPY)
 
     @cached_property
     def catalog(self) -> SessionCatalog:

@@ -29,6 +29,8 @@ from spillage.audit.open_session import open_session
 from spillage.origins.knowledge import site_profiles
 from spillage.proxy.layout import LOG_NAME
 from spillage.proxy.layout import REPORT_NAME
+from spillage.proxy.signing import load_or_create_key
+from spillage.proxy.signing import sign_audit
 from spillage.proxy.capturelog import CaptureError
 from spillage.proxy.layout import capture_path
 from spillage.scenarios.model import Scenario
@@ -94,6 +96,7 @@ def audit_opened(session: OpenSession, allow_unverified: bool = False, judge: st
         "format": FORMAT, "version": VERSION,
         "session": session_dir.resolve().name,
         "scenario": scenario.id,
+        "scenario_sha256": session.scenario_sha256,
         "style": scenario.style,
         "site": scenario.site,
         "first_party": first_party,
@@ -197,11 +200,13 @@ def provenance(imported: dict | None) -> dict:
             "chain_vouches_for": "the import, not the original capture"}
 
 
-def write_report(session_dir: Path, report: dict) -> Path:
-    """Write `report` as the session's audit.json, atomically; its path."""
+def write_report(session_dir: Path, report: dict, home: Path | None = None) -> Path:
+    """Write `report` as the session's audit.json, atomically, signed with the long-term key of the
+    spillage `home` (proxy/signing.sign_audit; unsigned without a home); its path."""
     path = Path(session_dir) / REPORT_NAME
+    signed = sign_audit(report, load_or_create_key(home)) if home is not None else report
     with atomic_file(path) as out:
-        json.dump(report, out, indent=1, ensure_ascii=False)
+        json.dump(signed, out, indent=1, ensure_ascii=False)
         out.write("\n")
     return path
 

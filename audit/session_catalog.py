@@ -1,7 +1,8 @@
 """Which catalog a session's sites served: the audit never guesses it.
 
 In order: the file given (`spillage audit --catalog FILE`); the session's own `catalog.sqlite`
-(sessions from before catalogs were stored once); the catalog meta.json names by its SHA-256, from
+(sessions from before catalogs were stored once), unless meta.json names another catalog by SHA-256
+(then it was planted, and is refused); the catalog meta.json names by its SHA-256, from
 the spillage home's store (origins/catalog_store.py); that catalog rebuilt from its seed and the
 scenario it adds (the build is deterministic: the same inputs give the same bytes, and the hash
 is checked), and kept in the store; none, when meta.json says the session has none (traffic of
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from spillage.origins.catalog_store import file_sha256
+from spillage.proxy.layout import file_sha256
 from spillage.origins.catalog_store import find_catalog
 from spillage.origins.catalog_store import stored_catalog
 from spillage.proxy.layout import CATALOG_COPY
@@ -51,16 +52,20 @@ def session_catalog(session_dir: Path, scenario: Scenario | None, given: Path | 
         if not given.is_file():
             raise CatalogError(f"{given}: no such catalog file")
         return SessionCatalog(given, "given", file_sha256(given))
-    own = session_dir / CATALOG_COPY
-    if own.is_file():
-        return SessionCatalog(own, "session", file_sha256(own))
     try:
         meta = meta_of(session_dir) or {}
     except ValueError as e:
         raise CatalogError(str(e)) from None
+    named = meta.get("catalog")
+    own = session_dir / CATALOG_COPY
+    if own.is_file():
+        sha256 = file_sha256(own)
+        if isinstance(named, dict) and named.get("sha256") not in (None, sha256):
+            raise CatalogError(f"{own}: its SHA-256 {sha256} is not the catalog's {META_NAME} names "
+                               f"({named['sha256']}): it is not the catalog the sites served, and is not read")
+        return SessionCatalog(own, "session", sha256)
     if "catalog" in meta and meta["catalog"] is None:
         return SessionCatalog(None, "none", None)
-    named = meta.get("catalog")
     store = Path(home) if home is not None else scratch_home()
     if isinstance(named, dict) and isinstance(named.get("sha256"), str):
         if (path := find_catalog(store, named["sha256"])) is not None:

@@ -19,6 +19,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from spillage.proxy.layout import file_sha256
+
 
 CATALOG_DIR = "catalogs"
 INPUTS_DIR = "inputs"
@@ -37,11 +39,6 @@ def store_dir(home: Path) -> Path:
 def catalog_file(home: Path, sha256: str) -> Path:
     """Where the catalog of content hash `sha256` is kept."""
     return store_dir(home) / f"{sha256}.sqlite"
-
-
-def file_sha256(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def generator_digest() -> str:

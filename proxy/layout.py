@@ -7,6 +7,7 @@ never works in it: its work folder is `<runs dir>/.work/<session>/` (docs/EVIDEN
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -165,6 +166,12 @@ def read_checkpoint_note(session_dir: Path) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not UTF-8 (byte {exc.start})") from None
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 (hex) of the file at `path`."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def read_meta(session_dir: Path) -> dict[str, Any] | None:

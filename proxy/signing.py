@@ -46,9 +46,11 @@ VKEY_START = re.compile(r"[^\s+]+\+[0-9a-f]{8}\+")   # a C2SP note verifier key:
 KEY_LIMIT = 64 << 10   # a PEM key is a few hundred bytes; a bigger file is not one
 CERTIFICATE_PURPOSE = "spillage-session-key-v1"
 CHECKPOINT_PURPOSE = "spillage-checkpoint-v1"
+AUDIT_PURPOSE = "spillage-audit-v1"
 #: What the issuer of a session key may state in its certificate: how the agent was isolated
-#: (`sandbox`, `none`, ...), and that it cosigns the log's final checkpoint once it has checked the log.
-CLAIMS = ("isolation", "cosign")
+#: (`sandbox`, `none`, ...), that it cosigns the log's final checkpoint once it has checked the log, and
+#: what of the session folder besides the log it binds (`bound`: proxy/bound.py).
+CLAIMS = ("isolation", "cosign", "bound")
 
 
 class SigningKeyError(ValueError):
@@ -204,6 +206,26 @@ def checkpoint_message(session: str, tree_size: int, root: str, ts: str) -> byte
     """What a checkpoint signs: the session, the tree size, the root (hex) and the time."""
     return _message({"purpose": CHECKPOINT_PURPOSE, "session": session, "tree_size": tree_size,
                      "root": root, "ts": ts})
+
+
+def audit_message(audit: dict) -> bytes:
+    """What the long-term key of the home that ran an audit signs: the audit (audit.json) without its
+    `signature`, which names the log's head, the scenario's and the catalog's SHA-256 and the judge."""
+    return _message({"purpose": AUDIT_PURPOSE, "audit": {k: v for k, v in audit.items() if k != "signature"}})
+
+
+def sign_audit(audit: dict, key: Ed25519PrivateKey) -> dict:
+    """`audit` with its `signature`: {key: the signer's public key, base64; value: the signature}."""
+    return {**audit, "signature": {"key": b64(raw_public(key)), "value": b64(key.sign(audit_message(audit)))}}
+
+
+def audit_signer(audit: dict) -> str | None:
+    """The fingerprint of the key whose signature `audit` carries, None when it carries no valid one."""
+    signature = audit.get("signature")
+    if not isinstance(signature, dict) or not signature_ok(signature.get("key"), signature.get("value"),
+                                                           audit_message(audit)):
+        return None
+    return fingerprint(unb64(signature["key"]) or b"")
 
 
 def signature_ok(public_b64: object, signature_b64: object, message: bytes) -> bool:

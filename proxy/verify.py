@@ -35,6 +35,8 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from spillage.proxy.bound import NOT_BOUND
+from spillage.proxy.bound import bound_problem
 from spillage.proxy.capturelog import GENESIS
 from spillage.proxy.capturelog import MAX_LINE_BYTES
 from spillage.proxy.capturelog import SEAL_KINDS
@@ -99,6 +101,7 @@ class Signed:
     sealer: str | None = None  # fingerprint of who signed the seal of a crashed log
     isolation: str | None = None  # how the agent was isolated, as the certificate states it
     cosigned: bool = False   # the issuer cosigned the final checkpoint (the session's `checkpoint` note)
+    bound: dict | None = None  # what the certificate binds besides the log (proxy/bound.py), checked
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,7 @@ def signed_note(signed: Signed | None, count: int) -> str:
     checkpoints = f"{signed.checkpoints} checkpoint" + ("s" if signed.checkpoints != 1 else "")
     cosigned = ", cosigned by its issuer" if signed.cosigned else ""
     return (f"; signed by {signed.issuer} ({pin}): {checkpoints}, the last covers all {signed.covered} records "
-            f"before it{cosigned}" + isolation_note(signed.isolation))
+            f"before it{cosigned}" + isolation_note(signed.isolation) + ("" if signed.bound is not None else NOT_BOUND))
 
 
 def isolation_note(isolation: str | None) -> str:
@@ -390,7 +393,7 @@ def verify(path: str | os.PathLike[str], key: str | None = None, *, jobs: int | 
         return fail("modified", str(exc), walk.count, walk.count - 1)
     checks = [_check_identity(log, walk, meta), _check_stripped(log.parent, walk, meta)]
     if not alone:   # a runner that never settled the evidence says so before meta.json, which it never finished
-        checks += [_check_cosigned(log.parent, walk), _check_meta(meta, walk)]
+        checks += [_check_cosigned(log.parent, walk), _check_meta(meta, walk), _check_bound(log.parent, walk, meta)]
     for problem in checks:
         if problem:
             damage, message, n = problem
@@ -407,7 +410,8 @@ def verify(path: str | os.PathLike[str], key: str | None = None, *, jobs: int | 
     signed = None
     if walk.signer is not None:
         signed = Signed(walk.issuer() or "", walk.checkpoints, walk.covered, pin is not None, walk.root,
-                        isolation=walk.signer.get("isolation"), cosigned=bool(walk.signer.get("cosign")))
+                        isolation=walk.signer.get("isolation"), cosigned=bool(walk.signer.get("cosign")),
+                        bound=walk.signer.get("bound"))
     return VerifyResult(ok=True, count=walk.count, head=walk.head, path=log,
                         provenance=walk.provenance, signed=signed)
 
@@ -794,13 +798,28 @@ def identity_problem(session: Path) -> str | None:
     """Why a session's signed name, its signer and its meta.json disagree (None when they agree), read from
     the log's first record and meta.json alone: what a command reading many sessions checks of each."""
     try:
-        first = next(iter(iter_records(session)), None)
+        signer = signer_record(session)
         meta = read_meta(session)
     except (CaptureError, ValueError) as exc:
         return str(exc)
-    signer = first.record if first is not None and first.record.get("kind") == "signer" else None
     found = identity(Path(session).name, signer, meta)
     return found[1] if found else None
+
+
+def signer_record(session: Path) -> dict | None:
+    """The `signer` record that opens the session's log (None when another record or none does)."""
+    first = next(iter(iter_records(session)), None)
+    return first.record if first is not None and first.record.get("kind") == "signer" else None
+
+
+def signed_issuer(session: Path) -> str | None:
+    """The fingerprint of the key the session's signer record names as its issuer (None when it has none or
+    the log cannot be read), whether or not the log verifies."""
+    try:
+        signer = signer_record(session)
+    except CaptureError:
+        return None
+    return fingerprint(unb64(signer.get("issuer")) or b"") if signer else None
 
 
 def _check_meta(meta: dict | None, walk: _Walk) -> tuple[str, str, int] | None:
@@ -834,6 +853,15 @@ def _check_meta(meta: dict | None, walk: _Walk) -> tuple[str, str, int] | None:
                      or signed_head.get("tree_size") != walk.covered):
         return "modified", "meta.json's signed head is not the log's final checkpoint", count - 1
     return None
+
+
+def _check_bound(session: Path, walk: _Walk, meta: dict | None) -> tuple[str, str, int] | None:
+    """("modified", why, 0) when the files and meta.json fields the certificate binds (proxy/bound.py) are
+    not what it says; a crash-sealed log too (its audit reads them as well)."""
+    if walk.signer is None or "bound" not in walk.signer:
+        return None
+    problem = bound_problem(session, walk.signer["bound"], meta)
+    return ("modified", problem, 0) if problem else None
 
 
 def _check_stripped(session: Path, walk: _Walk, meta: dict | None) -> tuple[str, str, int] | None:

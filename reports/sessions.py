@@ -20,6 +20,8 @@ from spillage.proxy.documents import read_text
 from spillage.proxy.layout import MAX_AUDIT_BYTES
 from spillage.proxy.layout import REPORT_NAME
 from spillage.reports.options import KEYS
+from spillage.reports.trust import audit_problem
+from spillage.reports.trust import log_problem
 from spillage.scenarios.loader import MAX_SCENARIO_BYTES
 from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import META_NAME
@@ -51,13 +53,15 @@ class Batch:
     excluded: list[tuple[str, str]] = field(default_factory=list)  # (session folder, reason)
 
 
-def load_batch(paths: list[Path], include_unverified: bool = False, bar: bool = True) -> Batch:
+def load_batch(paths: list[Path], include_unverified: bool = False, bar: bool = True,
+               pins: frozenset[str] | None = None) -> Batch:
     """Every session below `paths`: its audit's counts and events, or why it is excluded.
 
-    A session whose audit.json is missing, unreadable, not an audit or another session's, whose meta.json
-    or scenario copy is missing, whose signed name, signer and meta.json disagree (a folder planted under
-    another's name), or whose capture failed verification (unless `include_unverified`) is excluded
-    with its reason. Sessions come in folder-name order, so a report does not depend on the disk; a
+    A session whose audit.json is missing, unreadable, not an audit or another session's, or not signed
+    by a trusted key for this log, scenario and catalog (reports/trust.py), whose meta.json or scenario
+    copy is missing, whose signed name, signer and meta.json disagree (a folder planted under another's
+    name), or whose capture failed verification here, is unsigned or signed by a key not among `pins`
+    (unless `include_unverified`; it is then counted as unverified) is excluded with its reason. Sessions come in folder-name order, so a report does not depend on the disk; a
     session is named by its folder's name, or by its path when two folders share a name. With `bar`, a
     terminal on stderr shows a progress bar (a report has no --progress: other streams get nothing)."""
     try:
@@ -71,16 +75,13 @@ def load_batch(paths: list[Path], include_unverified: bool = False, bar: bool = 
         for folder in folders:
             name = folder.name if unique else str(folder)
             try:
-                session, events, observers = read_session(folder, name)
+                session, events, observers = read_session(folder, name, pins, include_unverified)
             except SessionSkipped as e:
                 batch.excluded.append((name, str(e)))
             else:
-                if session["verified"] or include_unverified:
-                    batch.sessions.append(session)
-                    batch.events.extend(events)
-                    batch.observers.extend(observers)
-                else:
-                    batch.excluded.append((name, "capture failed verification (audited up to the damage)"))
+                batch.sessions.append(session)
+                batch.events.extend(events)
+                batch.observers.extend(observers)
             progress.step()
     return batch
 
@@ -89,9 +90,11 @@ class SessionSkipped(Exception):
     """Why one session cannot be counted."""
 
 
-def read_session(folder: Path, name: str) -> tuple[dict, list[dict], list[dict]]:
+def read_session(folder: Path, name: str, pins: frozenset[str] | None = None,
+                 include_unverified: bool = False) -> tuple[dict, list[dict], list[dict]]:
     """The counts row, the event rows and the observer rows of one audited session, named `name`;
-    SessionSkipped says why not."""
+    SessionSkipped says why not. Its log counts as verified when it verifies here, signed by its issuer or
+    one of `pins`; one that does not is counted (as unverified) only with `include_unverified`."""
     if not (folder / REPORT_NAME).is_file():
         raise SessionSkipped(no_audit(folder))
     audit = read_json(folder / REPORT_NAME, "")
@@ -105,9 +108,16 @@ def read_session(folder: Path, name: str) -> tuple[dict, list[dict], list[dict]]
         raise SessionSkipped(f"its signed name, signer and meta.json disagree: {disagree}")
     if audit.get("session") != folder.name:
         raise SessionSkipped(f"{REPORT_NAME} is the audit of session {audit.get('session')!r}, not of this one")
+    check = verify(folder)
+    unverified = (log_problem(check, pins) or "" if check.ok else
+                  f"capture failed verification ({check.damage}: {check.message})")
+    if problem := audit_problem(folder, audit, check, pins):
+        raise SessionSkipped(problem)
+    if unverified and not include_unverified:
+        raise SessionSkipped(unverified)
     try:
         keys = session_keys(folder, audit, meta)
-        row = {"session": name, **keys, **session_counts(audit)}
+        row = {"session": name, **keys, "verified": not unverified, **session_counts(audit)}
         events = [{"session": name, **keys, **event_row(e, audit["actions"][e["action"] - 1])}
                   for e in audit["events"]]
         observers = [{"session": name, **observer_row(o)} for o in audit.get("observers") or ()]
@@ -179,13 +189,13 @@ def scenario_style(folder: Path) -> str:
 
 
 def session_counts(audit: dict) -> dict:
-    """The numbers the batch statistics pool: actions, occurrences, success, recovered attributes, and
+    """The numbers the batch statistics pool (whether the log verified is the report's own finding, not
+    the audit's): actions, occurrences, success, recovered attributes, and
     what the agent attempted before the guard (the same as delivered without one)."""
     summary, recovered = audit["summary"], audit["recoveries"]
     parties = [set(a["parties"]) for a in recovered["attributes"]]
     attempted = summary.get("attempted_occurrences", summary["occurrences"])   # audits before the guard
     return {
-        "verified": bool(audit["capture"]["verified"]),
         "imported": (audit.get("provenance") or {}).get("source") == "import",
         "incomplete": bool((audit.get("provenance") or {}).get("lacks")),   # an import missing part of the traffic
         "actions": int(summary["actions"]),

@@ -62,8 +62,9 @@ def audit_remote(task: AuditTask) -> tuple[dict | None, str]:
 
 
 def audit_on_cluster(client, sessions: list[Path], judge: str, judge_options: dict, allow_unverified: bool,
-                     bar: bool = True) -> list[Outcome]:
-    """Audit every session on the cluster of `client`, writing each audit.json here; outcomes in input order."""
+                     bar: bool = True, home: Path | None = None) -> list[Outcome]:
+    """Audit every session on the cluster of `client`, writing each audit.json here, signed with the key of
+    the spillage `home`; outcomes in input order."""
     from distributed import as_completed
 
     threads = sum(client.nthreads().values()) or 1
@@ -98,7 +99,7 @@ def audit_on_cluster(client, sessions: list[Path], judge: str, judge_options: di
             except Exception as e:  # noqa: BLE001 - a worker lost or a task that raised: that session fails
                 report, error = None, f"on the cluster: {type(e).__name__}: {e}"
             if report is not None:
-                write_report(session, report)
+                write_report(session, report, home)
                 outcomes[session] = Outcome(session, {**report["summary"], "verified": report["capture"]["verified"]})
             else:
                 outcomes[session] = Outcome(session, error=error)

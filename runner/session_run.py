@@ -22,6 +22,7 @@ from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import create_session
 from spillage.proxy.layout import create_work_folder
 from spillage.proxy.layout import seal_permissions
+from spillage.proxy.bound import bound_claim
 from spillage.proxy.layout import write_meta
 from spillage.proxy.live import live_meta
 from spillage.proxy.settings import SEED
@@ -334,6 +335,7 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     try:
         catalog, meta["catalog"]["sha256"] = stored_catalog(home, scenarios, seed)
         stack = Stack(session_dir, ca, signing_key, catalog, log=log, isolation=isolation.level,
+                      bound=bound_claim(session_dir, meta),
                       model_hosts=(routed_model,) if routed_model else (), live=live,
                       guard=GuardSetting(condition.guard, condition.guard_policy, session_dir / SCENARIO_COPY))
         meta["signing"] = {"key": stack.key_fingerprint}

@@ -82,7 +82,7 @@ class Stack:
     proxy, which must know their address, starts at the same time.
 
     The proxy signs the log with a session key made here and certified by `signing_key` (which states
-    the agent's `isolation`, and that it cosigns); it gets the key over a pipe and reports each signed
+    the agent's `isolation`, that it cosigns, and what of the folder it binds: `bound`); it gets the key over a pipe and reports each signed
     checkpoint on its stdout (runner/heads.py). On exit, once both servers have stopped, `settlement`
     says whether the log on disk is what the proxy wrote; if it is, its final checkpoint is cosigned."""
 
@@ -97,6 +97,7 @@ class Stack:
     live: tuple[str, ...] = ()         # live hosts the proxy lets through (--live, proxy/live.py patterns)
     guard: GuardSetting = GuardSetting()
     isolation: str | None = None      # how the agent is isolated, stated in the session key's certificate
+    bound: dict | None = None         # the scenario copy and meta.json fields it binds (proxy/bound.py)
     log: Callable[[str], None] = print
     origin_url: str = ""
     proxy_url: str = ""
@@ -115,7 +116,8 @@ class Stack:
         """Start both servers without waiting for them: the proxy first, since it takes the longer to boot
         (a few tenths of a second), in which the caller can do what needs no server. `with` then waits
         until both are ready (and launches them, if this was not called)."""
-        claims = {"cosign": True} | ({"isolation": self.isolation} if self.isolation else {})
+        claims = ({"cosign": True} | ({"isolation": self.isolation} if self.isolation else {})
+                  | ({"bound": self.bound} if self.bound else {}))
         self.session_key = SessionKey.issue(self.signing_key, self.session_dir.name, utc_timestamp(), **claims)
         self.monitor = HeadMonitor(self.session_key)
         self._key_pipe = key_pipe(self.session_key)

@@ -8,9 +8,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from spillage.proxy.bound import bound_claim
 from spillage.proxy.capturelog import CaptureWriter
+from spillage.proxy.capturelog import canonical_json
+from spillage.proxy.capturelog import iter_records
+from spillage.proxy.capturelog import record_hash
 from spillage.proxy.layout import CATALOG_COPY
 from spillage.proxy.layout import LOG_NAME
+from spillage.proxy.layout import SCENARIO_COPY
 from spillage.proxy.layout import write_checkpoint_note
 from spillage.proxy.layout import write_meta
 from spillage.proxy.notes import Note
@@ -195,18 +200,26 @@ def sign_checkpoint(record: dict[str, Any], root: bytes, signing: SessionKey) ->
                   signature=signer.sign(checkpoint_message(signing.session, record["records"], root.hex(), record["ts"])))
 
 
-def runner_session(path: Path, key, *, isolation: str = "sandbox", every: int = 4) -> SessionKey:
+LABELS = {"agent": {"framework": "command", "label": "sh", "model": None, "argv": ["sh"]},
+          "condition": {"prompt": "original", "system_note": ""}, "catalog": {"seed": 0, "sha256": "0" * 64}}
+
+
+def runner_session(path: Path, key, *, isolation: str = "sandbox", every: int = 4, labels: dict = LABELS,
+                   scenario: str = "id: shop-kettle-chat\n") -> SessionKey:
     """write_session's records as a run leaves them: signed with a session key whose certificate states
-    `isolation` and that its issuer cosigns; the final checkpoint cosigned by `key` (checkpoint.note) and
+    `isolation`, that its issuer cosigns and what it binds (the `scenario` copy, meta.json's `labels`); the final checkpoint cosigned by `key` (checkpoint.note) and
     meta.json naming the session, its keys, the isolation and the sealed head."""
-    signing = SessionKey.issue(key, path.name, NOW, cosign=True, isolation=isolation)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / SCENARIO_COPY).write_text(scenario, encoding="utf-8")
+    signing = SessionKey.issue(key, path.name, NOW, cosign=True, isolation=isolation,
+                               bound=bound_claim(path, labels))
     final: list[dict[str, Any]] = []
     write_session(path, signing=signing, checkpoint_every=every, checkpoint_interval=3600,
                   on_checkpoint=lambda record, last: final.append(record))
     head = final[-1]
     note = parse_note(head["note"])
     write_checkpoint_note(path, note.adding(Signer(key).sign_note(note.text)).encode())
-    meta = {"session": path.name, "evidence": "sealed", "isolation": {"level": isolation},
+    meta = {"session": path.name, "evidence": "sealed", "isolation": {"level": isolation}, **labels,
             "signing": {"key": fingerprint(raw_public(key)), "session_key": signing.key},
             "capture": {"records": head["seq"] + 1, "head": head["hash"],
                         "signed_head": {"seq": head["seq"], "hash": head["hash"], "tree_size": head["records"],
@@ -235,3 +248,19 @@ def live_of(folder: Path) -> Path:
     """The live session of an unpacked fixture folder."""
     (session,) = (folder / "live").iterdir()
     return session
+
+
+def strip_signatures(session: Path, keep_signed_claim: bool) -> None:
+    """Drop the signer record and every checkpoint, and chain what is left again."""
+    records = [line.record for line in iter_records(session) if line.record["kind"] not in ("signer", "checkpoint")]
+    prev, out = "0" * 64, []
+    for seq, rec in enumerate(records):
+        rec = dict(rec, seq=seq, prev=prev)
+        if rec["kind"] == "session_start":   # as the proxy writes it: whether the log is signed
+            rec["options"] = {**rec["options"], "signed": keep_signed_claim}
+        if rec["kind"] == "session_end":
+            rec["records"] = seq
+        rec.pop("hash")
+        rec["hash"] = prev = record_hash(rec)
+        out.append(canonical_json(rec) + b"\n")
+    put_lines(session, out)

@@ -1,14 +1,25 @@
 """Synthetic audited sessions with known counts, for the report tests and bench/bench_report.py.
 
 A session folder gets what `spillage report` reads: meta.json (framework, model, condition), the
-scenario copy (its style), a capture log (the file that marks a session folder; its content is not
-read by the report) and an audit.json in the shape of audit/audit.schema.json whose counts are the
-ones given."""
+scenario copy (its style), a capture log signed as a run signs it (capture_helpers.runner_session: its
+certificate binds the scenario copy and meta.json's labels; one that does not verify for `verified=False`)
+and an audit.json in the shape of audit/audit.schema.json whose counts are the ones given, signed by
+the same long-term key (AUDITOR)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import tempfile
+from functools import cache
 from pathlib import Path
+
+from capture_helpers import lines_of
+from capture_helpers import put_lines
+from capture_helpers import runner_session
+
+from spillage.proxy.signing import load_or_create_key
+from spillage.proxy.signing import sign_audit
 
 CATEGORIES = ("C_E", "C_I", "B_E", "B_I")
 
@@ -23,16 +34,19 @@ def write_audited_session(root: Path, name: str, *, framework: str = "browser-us
     import` (no agent in meta.json, an import provenance in the audit)."""
     occurrences = {c: 0 for c in CATEGORIES} | (occurrences or {})
     folder = root / name
-    folder.mkdir(parents=True)
     scenario = f"{site.split('.')[0]}-thing-{style}"
-    (folder / "capture.jsonl").write_text("", encoding="utf-8")
-    (folder / "scenario.yaml").write_text(f"id: {scenario}\nsite: {site}\nstyle: {style}\n", encoding="utf-8")
+    copy = f"id: {scenario}\nsite: {site}\nstyle: {style}\n"
     source = {"format": "har", "file": "recorded.har", "size": 1234, "sha256": "a" * 64}
-    (folder / "meta.json").write_text(json.dumps({
-        "session": name, "scenario": {"id": scenario},
-        **({"import": source, "status": "imported"} if imported else {
-            "agent": {"framework": framework, "model": model, "label": f"{framework}-{model}"},
-            "condition": {"prompt": prompt, "system_note": ""}, "status": "completed"})}), encoding="utf-8")
+    labels = {"scenario": {"id": scenario}, "catalog": {"seed": 0, "sha256": "0" * 64},
+              **({} if imported else {"agent": {"framework": framework, "model": model, "label": f"{framework}-{model}"},
+                                      "condition": {"prompt": prompt, "system_note": ""}})}
+    runner_session(folder, auditor(), labels=labels, scenario=copy)
+    meta = json.loads((folder / "meta.json").read_text())
+    (folder / "meta.json").write_text(json.dumps(
+        meta | ({"import": source, "status": "imported"} if imported else {"status": "completed"})), encoding="utf-8")
+    head = meta["capture"]["head"]
+    if not verified:
+        put_lines(folder, lines_of(folder)[:-1])   # cut: the log no longer ends where meta.json sealed it
     action_list = [{"n": n, "kind": "click", "what": "click", "channel": "content" if n % 2 else "behavioral",
                     "text": f"action {n}", "seq": n, "url": f"https://{site}/", "observers": [site],
                     "evidence": [n]} for n in range(1, actions + 1)]
@@ -50,8 +64,9 @@ def write_audited_session(root: Path, name: str, *, framework: str = "browser-us
     audit = {
         "format": "spillage-audit", "version": 1, "session": name, "scenario": scenario, "site": site, "first_party": site,
         "judge": "lexical",
+        "scenario_sha256": hashlib.sha256(copy.encode()).hexdigest(),
         "capture": {"verified": verified, "records": 100, "audited_records": 100 if verified else 50,
-                    "head": "0" * 64, **({} if verified else {"damage": "modified", "message": "hash mismatch"})},
+                    "head": head, **({} if verified else {"damage": "modified", "message": "hash mismatch"})},
         "catalog": {"source": "session", "sha256": "0" * 64},
         "provenance": ({"source": "import", **source, "chain_vouches_for": "the import, not the original capture"}
                        if imported else {"source": "proxy", "chain_vouches_for": "the capture"}),
@@ -72,5 +87,11 @@ def write_audited_session(root: Path, name: str, *, framework: str = "browser-us
             "leaked_attributes": sorted({e["attribute"] for e in events}),
             "irrelevant_attributes": [f"attr-{i}" for i in range(irrelevant)]},
     }
-    (folder / "audit.json").write_text(json.dumps(audit, indent=1), encoding="utf-8")
+    (folder / "audit.json").write_text(json.dumps(sign_audit(audit, auditor()), indent=1), encoding="utf-8")
     return folder
+
+
+@cache
+def auditor():
+    """The long-term key that signs every synthetic session and its audit (in a home of this process's)."""
+    return load_or_create_key(Path(tempfile.mkdtemp(prefix="spillage-report-helpers-")))

@@ -12,7 +12,7 @@ import spillage.origins.catalog as catalog_module
 from spillage.audit.session_catalog import CatalogError
 from spillage.audit.session_catalog import session_catalog
 from spillage.origins.catalog import load_benchmark
-from spillage.origins.catalog_store import file_sha256
+from spillage.proxy.layout import file_sha256
 from spillage.origins.catalog_store import find_catalog
 from spillage.origins.catalog_store import stored_catalog
 

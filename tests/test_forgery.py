@@ -16,11 +16,10 @@ from capture_helpers import lines_of
 from capture_helpers import put_lines
 from capture_helpers import runner_session
 from capture_helpers import signed_session
+from capture_helpers import strip_signatures
 
 from spillage.proxy.capturelog import CaptureWriter
-from spillage.proxy.capturelog import canonical_json
 from spillage.proxy.capturelog import iter_records
-from spillage.proxy.capturelog import record_hash
 from spillage.proxy.layout import CHECKPOINT_NOTE
 from spillage.proxy.layout import META_NAME
 from spillage.proxy import seal as seal_module
@@ -150,22 +149,6 @@ def test_a_crash_seal_that_claims_another_sealer_than_its_signer_fails(tmp_path,
     result = verify(tmp_path / "s")
     assert result.damage == "bad signature"
     assert result.message == f"the crash seal says {pin} sealed it, but {fingerprint(raw_public(stranger))} signed its checkpoint"
-
-
-def strip_signatures(session: Path, keep_signed_claim: bool) -> None:
-    """Drop the signer record and every checkpoint, and chain what is left again."""
-    records = [line.record for line in iter_records(session) if line.record["kind"] not in ("signer", "checkpoint")]
-    prev, out = "0" * 64, []
-    for seq, rec in enumerate(records):
-        rec = dict(rec, seq=seq, prev=prev)
-        if rec["kind"] == "session_start":   # as the proxy writes it: whether the log is signed
-            rec["options"] = {**rec["options"], "signed": keep_signed_claim}
-        if rec["kind"] == "session_end":
-            rec["records"] = seq
-        rec.pop("hash")
-        rec["hash"] = prev = record_hash(rec)
-        out.append(canonical_json(rec) + b"\n")
-    put_lines(session, out)
 
 
 @pytest.mark.parametrize("named_by", ["session_start", "meta.json", "checkpoint.note"])

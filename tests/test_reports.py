@@ -53,7 +53,7 @@ def runs(tmp_path):
     for name in ("s5", "s6"):
         write_audited_session(root, name, **keys(G3), actions=5, occurrences={"C_E": 1}, recovered=[{"first-party"}])
     write_audited_session(root, "x-garbage", **keys(G1)).joinpath("audit.json").write_text("{not json")
-    write_audited_session(root, "x-missing", **keys(G1)).joinpath("audit.json").unlink()
+    write_audited_session(root, "x-missing", **keys(G1), verified=False).joinpath("audit.json").unlink()
     write_audited_session(root, "x-unverified", **keys(G1), occurrences={"C_E": 9}, verified=False)
     return root
 
@@ -320,12 +320,13 @@ def test_a_real_audit_is_read_with_its_own_numbers(tmp_path, catalog_file):
     t.load(search_url("kettle pregnant pittsburgh"))
     folder = t.close()
     audit = audit_session(folder)
-    write_report(folder, audit)
+    write_report(folder, audit, tmp_path / "home")
     (folder / "meta.json").write_text(json.dumps({"agent": {"framework": "command", "model": None, "label": "cmd"},
                                                   "condition": {"prompt": "sanitized", "system_note": "be brief"}}))
-    batch = load_batch([tmp_path / "runs"], bar=False)
+    batch = load_batch([tmp_path / "runs"], bar=False, include_unverified=True)   # Traffic's log is unsigned
     (session,) = batch.sessions
     summary = audit["summary"]
+    assert session["verified"] is False
     assert (session["framework"], session["model"], session["site"], session["style"], session["prompt"],
             session["note"]) == ("command", "cmd", "shop.test", "chat", "sanitized", "be brief")
     assert session["actions"] == summary["actions"] and session["C_E"] == summary["occurrences"]["C_E"] == 2
@@ -369,7 +370,8 @@ def test_a_folder_planted_under_another_sessions_name_is_left_out_and_says_why(r
     for name in ("capture.jsonl", "meta.json"):
         shutil.copy(tmp_path / "clean" / name, planted / name)
     excluded = dict(load_batch([runs], bar=False).excluded)
-    assert excluded["x-planted"] == "audit.json is the audit of session 's1', not of this one"
+    assert excluded["x-planted"] == ("its signed name, signer and meta.json disagree: these are the files of "
+                                     "session s1 (the name its key is certified for), not of x-planted")
     assert excluded["x-signed-planted"] == ("its signed name, signer and meta.json disagree: these are the files of "
                                             f"session {signed} (the name its key is certified for), not of x-signed-planted")
 
@@ -398,7 +400,7 @@ def test_a_proxy_start_session_audited_with_a_scenario_is_reported(tmp_path):
     shutil.copytree(CORPUS / "s01-kettle-oversharer", session)
     (session / "scenario.yaml").unlink()
     assert main(["audit", str(session), "--scenario", "shop-kettle-chat", "--judge", "lexical"]) == 0
-    table, md = report(session.parent, tmp_path / "out")
+    table, md = report(session.parent, tmp_path / "out", "--include-unverified")   # the corpus's logs are unsigned
     assert list(table["style"]) == ["chat"] and "1 sessions, 0 excluded" in md
 
 

@@ -80,7 +80,7 @@ def cmd_audit(args) -> int:
             report = audit_session(sessions[0], scenario, args.allow_unverified, make_judge(args.judge, **options),
                                    args.profiles, args.catalog, spillage_home(args))
             if not args.no_write:
-                write_report(sessions[0], report)
+                write_report(sessions[0], report, spillage_home(args))
             print(summary_text(report) if args.format == "text" else json.dumps(report, indent=2, ensure_ascii=False))
             return 0
     except (AuditError, JudgeError, ValueError) as e:
@@ -119,6 +119,6 @@ def audit_cluster(args, sessions, options: dict, bar: bool):
     except ClusterError as e:
         raise Refusal(str(e)) from None
     try:
-        return audit_on_cluster(client, sessions, args.judge, options, args.allow_unverified, bar)
+        return audit_on_cluster(client, sessions, args.judge, options, args.allow_unverified, bar, spillage_home(args))
     finally:
         client.close()

@@ -49,6 +49,9 @@ def varying_keys(sessions: list[dict], compared: str | None = None) -> tuple[str
               help=f"bootstrap seed ({RESAMPLES:,} resamples; default %(default)s)"),
           arg("--include-unverified", action="store_true",
               help="count sessions whose capture failed verification (flagged in the tables)"),
+          arg("--keys", type=Path, metavar="FILE",
+              help="the keys whose sessions and audits count, one a line (as `spillage key` prints them); "
+                   "default: each session's own issuer, whose key must also sign its audit.json"),
           arg("--png", action="store_true", help="also write the plots as PNG (150 dpi, matplotlib)"),
           quiet("no progress bar"),
       ])
@@ -62,7 +65,12 @@ def cmd_report(args) -> int:
 
     try:
         by = grouping_keys(args.by)
-        batch = load_batch(args.runs, args.include_unverified, bar=not args.quiet)
+        pins = None
+        if args.keys:
+            from spillage.runner.cluster import read_pins   # the format of batch's --keys
+
+            pins = read_pins(args.keys)
+        batch = load_batch(args.runs, args.include_unverified, bar=not args.quiet, pins=pins)
         chosen = by or varying_keys(batch.sessions, args.compare[0].split("=")[0] if args.compare else None)
         write_batch_report(batch, args.out, ReportOptions(chosen, args.seed, tuple(args.compare or ()) or None, args.png))
     except (ReportError, ValueError) as e:

@@ -147,7 +147,7 @@ def cmd_run(args) -> int:
             report = audit_session(result.session_dir, home=spillage_home(args))
         except AuditError as e:
             raise Refusal(f"the audit failed: {e}", e.status) from None
-        write_report(result.session_dir, report)
+        write_report(result.session_dir, report, spillage_home(args))
         print(summary_text(report), file=sys.stderr)
     if result.agent.status == "interrupted":
         return INTERRUPTED
