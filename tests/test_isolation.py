@@ -240,3 +240,39 @@ def test_an_agent_inside_the_spillage_home_is_refused_before_anything_starts(wor
     assert done.stderr.strip() == (f"spillage: the agent's {workdir / 'home'} is inside {workdir / 'home'}, which the "
                                    "sandbox hides from it; move it elsewhere")
     assert not (workdir / "runs").exists()
+
+
+def test_an_argument_that_reaches_the_spillage_home_through_a_link_is_refused_before_anything_starts(workdir):
+    load_or_create_key(workdir / "home")
+    (workdir / "expose").symlink_to(workdir / "home" / "signing")
+    done = spillage(workdir, "--home", str(workdir / "home"), "run", "--scenario", SCENARIO_ID, "--",
+                    sys.executable, "-c", "pass", str(workdir / "expose" / "ed25519.pub.pem"))
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"spillage: the agent's {workdir / 'expose'} (that is {workdir / 'home' / 'signing'}) "
+                                   f"is inside {workdir / 'home'}, which the sandbox hides from it; move it elsewhere")
+    assert not (workdir / "runs").exists()
+
+
+def test_the_home_and_the_runs_below_a_linked_argument_are_covered_where_the_link_shows_them(workdir):
+    """An argument through a link to the folder holding the home and the runs folder: the agent sees that
+    folder by the link's name, with the home and the sessions empty."""
+    load_or_create_key(workdir / "home")
+    (workdir / "up").symlink_to(workdir)
+    (workdir / "task.txt").write_text("the task\n")
+    look = ("import os, sys; up = os.path.dirname(sys.argv[1]); "
+            "print(open(sys.argv[1]).read().strip(), os.listdir(up + '/home'), os.listdir(up + '/runs'))")
+    done = spillage(workdir, "--home", str(workdir / "home"), "run", "--scenario", SCENARIO_ID, "--",
+                    sys.executable, "-c", look, str(workdir / "up" / "task.txt"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    session = Path(done.stdout.strip().splitlines()[-1])
+    assert (work_folder(session) / "agent.stdout").read_text() == "the task [] []\n"
+    assert_clean(workdir, session)
+
+
+def test_an_argument_that_names_the_machines_own_run_by_a_link_is_refused(workdir):
+    """/run (the machine's sockets) by another name would be bound as it is, beside the sandbox's own."""
+    (workdir / "sockets").symlink_to("/run")
+    done = spillage(workdir, "run", "--scenario", SCENARIO_ID, "--", "ls", str(workdir / "sockets"))
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"spillage: the agent's {workdir / 'sockets'} (that is /run) is or holds the "
+                                  "machine's own /dev, /proc, /sys, /run, /etc")
