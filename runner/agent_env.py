@@ -7,6 +7,7 @@ under another uid needs nothing of the evidence side, not even to read it.
 
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -69,7 +70,7 @@ class AgentHome:
     symlink in the system temp folder pointing into the work folder; the files land there, and
     the link is removed when the agent is done. In a sandbox, whose /tmp is its own, TMPDIR is
     /tmp. The Unix sockets Chromium leaves behind in the work folder are removed when the agent is
-    done (they would break copying the folder).
+    done (they would break copying the folder); a link the agent left there is not followed.
     """
 
     def __init__(self, work: Path, short_tmp: bool = True):
@@ -99,6 +100,8 @@ class AgentHome:
     def __exit__(self, *exc) -> None:
         if self.link is not None:
             self.link.unlink(missing_ok=True)
-        for path in self.home.rglob("*"):  # Chromium's singleton sockets outlive it
-            if path.is_socket():
-                path.unlink()
+        # Chromium's singleton sockets outlive it; walked without following a link the agent left
+        for _, _, names, folder in os.fwalk(self.home, follow_symlinks=False):
+            for name in names:
+                if stat.S_ISSOCK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode):
+                    os.unlink(name, dir_fd=folder)

@@ -4,8 +4,8 @@ The agent runs in namespaces of its own: mount, pid, network, IPC, UTS (and a us
 runner is not root). It sees the system's programs (/usr and a few files of /etc), the interpreters and
 program folders its command names, spillage's own packages, read-only, and its work folder, writable;
 nothing of the spillage home (keys, CA key, catalogs) or of the runs folder (every session), which are
-covered over where they lie below something it sees. It sees no process but its own. Its network is a
-loopback of its own, on which the proxy answers at a loopback port the sandbox chooses (`proxy_url`,
+covered over where they lie below something it sees (judged by real paths, links followed). It sees no
+process but its own. Its network is a loopback of its own, on which the proxy answers at a loopback port the sandbox chooses (`proxy_url`,
 which the agent's HTTP_PROXY names) and the model endpoint, when the run reaches it directly, at its
 usual address, relayed over Unix sockets to the real ones (runner/relay.py); nothing else is reachable
 from inside, not the origins, not another session's proxy. So the agent can start while the proxy
@@ -194,15 +194,25 @@ def package_roots() -> list[Path]:
 
 
 def visible(argv: list[str], env: dict, hidden: tuple[Path, ...]) -> tuple[list[Path], list[Path]]:
-    """The folders `argv` (run with `env`) needs to see, read-only, and the `hidden` ones below them, to be
-    covered over; SandboxError when the command itself is inside a hidden one."""
+    """The folders `argv` (run with `env`) needs to see, read-only, and where the `hidden` ones below them
+    lie inside the sandbox, to be covered over. A folder is judged by where it really is, its links
+    followed (bubblewrap binds what they name): SandboxError when one is inside a hidden folder, or is the
+    machine's own /proc, /dev, /sys, /run or /etc (or holds them) under another name."""
     roots = list(dict.fromkeys(program_roots(argv, env)))
+    hidden = tuple(dict.fromkeys(Path(os.path.realpath(h)) for h in hidden))
+    covered = []
     for root in roots:
-        secret = next((h for h in hidden if h == root or h in root.parents), None)
+        real = Path(os.path.realpath(root))
+        called = "" if real == root else f" (that is {real})"
+        secret = next((h for h in hidden if h == real or h in real.parents), None)
         if secret is not None:
-            raise SandboxError(f"the agent's {root} is inside {secret}, which the sandbox hides from it; "
+            raise SandboxError(f"the agent's {root}{called} is inside {secret}, which the sandbox hides from it; "
                                "move it elsewhere")
-    return roots, [h for h in hidden if any(root in h.parents for root in roots)]
+        if any(real == Path(o) or Path(o) in real.parents or real in Path(o).parents for o in OWN):
+            raise SandboxError(f"the agent's {root}{called} is or holds the machine's own {', '.join(OWN)}, of "
+                               "which the sandbox has its own; name what it needs of them by their usual paths")
+        covered += [root / h.relative_to(real) for h in hidden if real in h.parents]
+    return roots, covered
 
 
 def parent_folders(paths: list[Path]) -> list[str]:

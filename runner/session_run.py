@@ -34,6 +34,10 @@ from spillage.proxy.version import SPILLAGE_VERSION
 from spillage.runner.agent_env import AgentHome
 from spillage.runner.agent_env import agent_environment
 from spillage.runner.agent_env import hand_over
+from spillage.runner.agent_files import Refused
+from spillage.runner.agent_files import read_head
+from spillage.runner.agent_files import replaced
+from spillage.runner.agent_files import tail
 from spillage.agents.agent_process import STOPPED
 from spillage.runner.children import ChildError
 from spillage.runner.heads import describe_evidence
@@ -104,6 +108,7 @@ class AgentOutcome:
     detail: str = ""
     reported: dict | None = None
     last_error: str = ""
+    refused: tuple[str, ...] = ()   # what the agent left in the place of what the runner reads, and how it was taken
 
     def describe(self, seconds: float) -> str:
         if self.status != "completed":
@@ -117,9 +122,10 @@ class AgentOutcome:
 
 
 def read_outcome(work: Path) -> dict | None:
-    """What a built-in agent reported of why it stopped (outcome.json in its work folder), if well formed."""
+    """What a built-in agent reported of why it stopped (outcome.json in its work folder), if well formed;
+    Refused when the agent left something else than a file under that name (runner/agent_files.py)."""
     try:
-        reported = json.loads((work / AGENT_OUTCOME).read_text(encoding="utf-8")[:4096])
+        reported = json.loads(read_head(work, AGENT_OUTCOME).decode("utf-8"))
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(reported, dict) or reported.get("stopped") not in STOPPED:
@@ -128,15 +134,25 @@ def read_outcome(work: Path) -> dict | None:
             "steps": reported.get("steps") if isinstance(reported.get("steps"), int) else None}
 
 
-def last_error_line(path: Path) -> str:
-    """The last non-blank line of an agent's stderr (its last 64 KiB), on one line."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, f.seek(0, os.SEEK_END) - 65536))
-            lines = f.read().decode("utf-8", "replace").strip().splitlines()
-    except OSError:
-        return ""
+def last_error_line(stderr: int) -> str:
+    """The last non-blank line of an agent's stderr (the open file `stderr`, its last few KB), on one line."""
+    lines = tail(stderr).decode("utf-8", "replace").strip().splitlines()
     return " ".join(lines[-1].split())[:300] if lines else ""
+
+
+def what_it_left(outcome: AgentOutcome, work: Path, stderr) -> AgentOutcome:
+    """`outcome` with what the agent left of why it stopped: its report, and the last line of the stderr the
+    runner opened for it when it failed (the last stderr line of an agent that exited 0 is no error);
+    what it put in their place is refused and said."""
+    refused = [note for note in (replaced(work, AGENT_STDERR, stderr.fileno()),) if note]
+    try:
+        reported = read_outcome(work)
+    except Refused as e:
+        reported = None
+        refused.append(str(e))
+    failed = outcome.exit_code != 0
+    return dataclasses.replace(outcome, reported=reported, refused=tuple(refused),
+                               last_error=last_error_line(stderr.fileno()) if failed else "")
 
 
 @dataclass(frozen=True)
@@ -194,35 +210,44 @@ def run_agent(agent: AgentSpec, env: dict, work: Path, timeout: float, log=print
     previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
     log(f"agent {agent.label} running (timeout {timeout:.0f} s) ...")
     try:
-        with open(work / AGENT_STDOUT, "wb") as out, open(work / AGENT_STDERR, "wb") as err:
-            try:
-                process = start_agent(agent, env, work, out, err, isolation, sandbox)
-            except OSError as e:
-                err.write(f"spillage: cannot start agent {agent.argv[0]!r}: {e}\n".encode())
-                return AgentOutcome(None, "failed to start", f"{agent.argv[0]}: {e.strerror or e}")
-            try:
-                started()
-            except BaseException:
-                process.stop()
-                raise
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    status = process.wait(0.2)
-                    failure = process.failure()
-                    if failure is not None:
-                        return AgentOutcome(None, "failed to start", failure)
-                    return AgentOutcome(status, "completed")
-                except subprocess.TimeoutExpired:
-                    pass
-                if interrupted.is_set():
-                    process.stop()
-                    return AgentOutcome(process.returncode, "interrupted", "Ctrl-C")
-                if time.monotonic() > deadline:
-                    process.stop()
-                    return AgentOutcome(process.returncode, "timed out", f"stopped after {timeout:.0f} s")
+        with open(work / AGENT_STDOUT, "wb") as out, open(work / AGENT_STDERR, "w+b") as err:
+            outcome = watch_agent(agent, env, work, timeout, isolation, sandbox, started, interrupted, out, err)
+            return what_it_left(outcome, work, err)
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def watch_agent(agent: AgentSpec, env: dict, work: Path, timeout: float, isolation: Isolation,
+                sandbox: Sandbox | None, started, interrupted: threading.Event, out, err) -> AgentOutcome:
+    """Start the agent, its output to `out` and `err`, and wait for it to end, or stop it when `interrupted`
+    is set or `timeout` s have passed; how it ended."""
+    try:
+        process = start_agent(agent, env, work, out, err, isolation, sandbox)
+    except OSError as e:
+        err.write(f"spillage: cannot start agent {agent.argv[0]!r}: {e}\n".encode())
+        err.flush()
+        return AgentOutcome(None, "failed to start", f"{agent.argv[0]}: {e.strerror or e}")
+    try:
+        started()
+    except BaseException:
+        process.stop()
+        raise
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            status = process.wait(0.2)
+            failure = process.failure()
+            if failure is not None:
+                return AgentOutcome(None, "failed to start", failure)
+            return AgentOutcome(status, "completed")
+        except subprocess.TimeoutExpired:
+            pass
+        if interrupted.is_set():
+            process.stop()
+            return AgentOutcome(process.returncode, "interrupted", "Ctrl-C")
+        if time.monotonic() > deadline:
+            process.stop()
+            return AgentOutcome(process.returncode, "timed out", f"stopped after {timeout:.0f} s")
 
 
 class Servers:
@@ -353,10 +378,9 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
                 began = time.monotonic()
                 outcome = run_agent(agent, env, work, timeout, log, isolation, sandbox, servers.up)
                 took = time.monotonic() - began
-                failed = outcome.exit_code != 0   # the last stderr line of an agent that exited 0 is no error
-                outcome = dataclasses.replace(outcome, reported=read_outcome(work),
-                                              last_error=last_error_line(work / AGENT_STDERR) if failed else "")
             log(outcome.describe(took))
+            for note in outcome.refused:
+                log(note)
     except KeyboardInterrupt:
         log("interrupted; sealing the session")
     except BaseException as e:  # the servers did not start, or something of ours broke: said, then raised
@@ -393,6 +417,8 @@ def finish_meta(session_dir: Path, meta: dict, stack: Stack | None, outcome: Age
         meta["agent_outcome"] = outcome.reported
     if outcome.last_error:
         meta["agent_last_error"] = outcome.last_error
+    if outcome.refused:
+        meta["agent_files_refused"] = list(outcome.refused)
     if settlement is None:  # the servers never started
         meta["evidence"] = "none"
         write_meta(session_dir, meta)

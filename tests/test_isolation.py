@@ -25,6 +25,7 @@ from run_helpers import spillage
 
 from spillage.proxy.capturelog import iter_records
 from spillage.proxy.layout import work_folder
+from spillage.proxy.settings import AGENT_FAILED
 from spillage.proxy.signing import fingerprint
 from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.signing import raw_public
@@ -78,15 +79,21 @@ def hostile_run(workdir: Path, listener: Listener, *args: str, chromium: bool = 
     """`spillage run` with a hostile agent: (the finished process, the session, the attacks' report, the
     marker of the child it left)."""
     marker = f"hostile-{secrets.token_hex(4)}"
-    env = {**os.environ, "SPILLAGE_HOSTILE_HOME": str(workdir / "home"), "SPILLAGE_HOSTILE_TARGET": listener.address,
-           "SPILLAGE_HOSTILE_MARKER": marker}
+    env = {"SPILLAGE_HOSTILE_TARGET": listener.address, "SPILLAGE_HOSTILE_MARKER": marker}
     if chromium:
         env["SPILLAGE_CHROMIUM"] = str(AGENTS / "hostile_chromium.sh")
-    done = subprocess.run([*SPILLAGE, "--home", str(workdir / "home"), "run", "--scenario", SCENARIO_ID, *args],
-                          cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
-    session = Path(done.stdout.strip().splitlines()[-1])
+    done, session = run_in(workdir, env, *args)
     report = (work_folder(session) / "hostile.txt").read_text().splitlines()
     return done, session, report, marker
+
+
+def run_in(workdir: Path, env: dict[str, str], *args: str) -> tuple[subprocess.CompletedProcess, Path]:
+    """`spillage run` with the home `workdir`/home, which the agent finds in $SPILLAGE_HOSTILE_HOME, and `env`
+    besides: the finished process and the session. A run that hangs fails the test."""
+    env = {**os.environ, "SPILLAGE_HOSTILE_HOME": str(workdir / "home"), **env}
+    done = subprocess.run([*SPILLAGE, "--home", str(workdir / "home"), "run", "--scenario", SCENARIO_ID, *args],
+                          cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    return done, Path(done.stdout.strip().splitlines()[-1])
 
 
 def outcomes(report: list[str]) -> dict[str, str]:
@@ -130,6 +137,25 @@ def test_a_hostile_agent_reaches_nothing_in_the_sandbox(workdir, listener, path)
     assert listener.connections == 0
     assert_clean(workdir, session)
     assert any(r["kind"] == "request" for r in (line.record for line in iter_records(session)))
+
+
+@pytest.mark.parametrize("planted", ["fifo", "devzero", "key"])
+def test_what_an_agent_leaves_under_the_names_the_runner_reads_is_refused_not_followed(workdir, planted):
+    """agent.stderr and outcome.json replaced by a FIFO, a link to /dev/zero or to the signing key: the run
+    ends (no read blocks or runs unbounded), its last error line is the one it wrote to the stderr the runner
+    opened, nothing of the key reaches meta.json, and what it planted is said."""
+    done, session = run_in(workdir, {}, "--", sys.executable, str(AGENTS / "planter.py"), planted)
+    assert done.returncode == AGENT_FAILED, done.stderr[-3000:]
+    meta_text = (session / "meta.json").read_text()
+    meta = json.loads(meta_text)
+    assert meta["agent_exit"] == 1 and meta["agent_last_error"] == "planter: the last line it said"
+    kind = "a FIFO" if planted == "fifo" else "a symbolic link"
+    assert meta["agent_files_refused"] == [
+        f"agent.stderr was replaced by the agent with {kind}; read from the file the runner opened",
+        f"outcome.json is {kind}, not a file: not read"]
+    key_lines = (workdir / "home" / "signing" / "ed25519.pem").read_text().splitlines()
+    assert not any(line in meta_text for line in key_lines if "-----" not in line)
+    assert_clean(workdir, session)
 
 
 def test_without_a_sandbox_only_the_undumpable_processes_hold(workdir, listener):
@@ -214,3 +240,39 @@ def test_an_agent_inside_the_spillage_home_is_refused_before_anything_starts(wor
     assert done.stderr.strip() == (f"spillage: the agent's {workdir / 'home'} is inside {workdir / 'home'}, which the "
                                    "sandbox hides from it; move it elsewhere")
     assert not (workdir / "runs").exists()
+
+
+def test_an_argument_that_reaches_the_spillage_home_through_a_link_is_refused_before_anything_starts(workdir):
+    load_or_create_key(workdir / "home")
+    (workdir / "expose").symlink_to(workdir / "home" / "signing")
+    done = spillage(workdir, "--home", str(workdir / "home"), "run", "--scenario", SCENARIO_ID, "--",
+                    sys.executable, "-c", "pass", str(workdir / "expose" / "ed25519.pub.pem"))
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"spillage: the agent's {workdir / 'expose'} (that is {workdir / 'home' / 'signing'}) "
+                                   f"is inside {workdir / 'home'}, which the sandbox hides from it; move it elsewhere")
+    assert not (workdir / "runs").exists()
+
+
+def test_the_home_and_the_runs_below_a_linked_argument_are_covered_where_the_link_shows_them(workdir):
+    """An argument through a link to the folder holding the home and the runs folder: the agent sees that
+    folder by the link's name, with the home and the sessions empty."""
+    load_or_create_key(workdir / "home")
+    (workdir / "up").symlink_to(workdir)
+    (workdir / "task.txt").write_text("the task\n")
+    look = ("import os, sys; up = os.path.dirname(sys.argv[1]); "
+            "print(open(sys.argv[1]).read().strip(), os.listdir(up + '/home'), os.listdir(up + '/runs'))")
+    done = spillage(workdir, "--home", str(workdir / "home"), "run", "--scenario", SCENARIO_ID, "--",
+                    sys.executable, "-c", look, str(workdir / "up" / "task.txt"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    session = Path(done.stdout.strip().splitlines()[-1])
+    assert (work_folder(session) / "agent.stdout").read_text() == "the task [] []\n"
+    assert_clean(workdir, session)
+
+
+def test_an_argument_that_names_the_machines_own_run_by_a_link_is_refused(workdir):
+    """/run (the machine's sockets) by another name would be bound as it is, beside the sandbox's own."""
+    (workdir / "sockets").symlink_to("/run")
+    done = spillage(workdir, "run", "--scenario", SCENARIO_ID, "--", "ls", str(workdir / "sockets"))
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"spillage: the agent's {workdir / 'sockets'} (that is /run) is or holds the "
+                                  "machine's own /dev, /proc, /sys, /run, /etc")
