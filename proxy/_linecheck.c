@@ -160,6 +160,18 @@ static Py_ssize_t scan_string(Scan *s, Py_ssize_t i, Tok *t) {
 
 static Py_ssize_t scan_value(Scan *s, Py_ssize_t i, int depth);
 
+/* The value at i, counted, then a ',' (*more set) or `close`: the position after that byte; -1 otherwise. */
+static Py_ssize_t scan_then(Scan *s, Py_ssize_t i, int depth, uint32_t *count, unsigned char close, int *more) {
+    Py_ssize_t j = scan_value(s, i, depth);
+    if (j < 0)
+        return -1;
+    ++*count;
+    *more = j < s->len && s->p[j] == ',';
+    if (*more || (j < s->len && s->p[j] == close))
+        return j + 1;
+    return -1;
+}
+
 static Py_ssize_t scan_members(Scan *s, Py_ssize_t i, int depth, uint32_t *count) {
     const unsigned char *p = s->p;
     Py_ssize_t n = s->len, j = i + 1, last_start = 0, last_len = -1;
@@ -186,15 +198,10 @@ static Py_ssize_t scan_members(Scan *s, Py_ssize_t i, int depth, uint32_t *count
         last_start = j + 1, last_len = len;
         if (after >= n || p[after] != ':')
             return -1;
-        j = scan_value(s, after + 1, depth);
-        if (j < 0)
-            return -1;
-        ++*count;
-        if (j < n && p[j] == ',') {
-            j++;
-            continue;
-        }
-        return j < n && p[j] == '}' ? j + 1 : -1;
+        int more;
+        j = scan_then(s, after + 1, depth, count, '}', &more);
+        if (j < 0 || !more)
+            return j;
     }
 }
 
@@ -203,17 +210,12 @@ static Py_ssize_t scan_items(Scan *s, Py_ssize_t i, int depth, uint32_t *count) 
     Py_ssize_t n = s->len, j = i + 1;
     if (j < n && p[j] == ']')
         return j + 1;
-    for (;;) {
-        j = scan_value(s, j, depth);
+    for (int more = 1; more;) {
+        j = scan_then(s, j, depth, count, ']', &more);
         if (j < 0)
             return -1;
-        ++*count;
-        if (j < n && p[j] == ',') {
-            j++;
-            continue;
-        }
-        return j < n && p[j] == ']' ? j + 1 : -1;
     }
+    return j;
 }
 
 static Py_ssize_t scan_number(Scan *s, Py_ssize_t i, long long *value) {
