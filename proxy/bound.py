@@ -50,10 +50,11 @@ def bound_catalog(bound: Any) -> str | None:
     return catalog.get("sha256") if isinstance(catalog, dict) else None
 
 
-def bound_problem(session_dir: Path, bound: Any, meta: dict | None) -> str | None:
+def bound_problem(session_dir: Path, bound: Any, meta: dict | None, unfinished: bool = False) -> str | None:
     """Why the session folder is not what its certificate's `bound` claim says (None when it is): a bound
     file missing or differing, meta.json's bound fields relabelled, or a catalog.sqlite in the folder that
-    is not the bound catalog."""
+    is not the bound catalog. When `unfinished` (a crash-sealed session, whose meta.json the runner never
+    finished), a bound field meta.json lacks is not a relabelling; one it holds with another value is."""
     if not isinstance(bound, dict) or not isinstance(bound.get("files"), dict) or not isinstance(bound.get("meta"), dict):
         return "the certificate's bound claim is not {files, meta}"
     for name, digest in sorted(bound["files"].items()):
@@ -66,6 +67,8 @@ def bound_problem(session_dir: Path, bound: Any, meta: dict | None) -> str | Non
         found = (meta or {}).get(name, MISSING)
         if found != value:
             where, found, value = first_difference(name, found, value)
+            if found is MISSING and unfinished:
+                continue
             said = "is missing" if found is MISSING else f"is {found!r}"
             return f"{META_NAME}'s {where} {said}; the certificate binds {value!r}: meta.json was relabelled"
     planted = Path(session_dir) / CATALOG_COPY

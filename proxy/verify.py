@@ -860,7 +860,7 @@ def _check_bound(session: Path, walk: _Walk, meta: dict | None) -> tuple[str, st
     not what it says; a crash-sealed log too (its audit reads them as well)."""
     if walk.signer is None or "bound" not in walk.signer:
         return None
-    problem = bound_problem(session, walk.signer["bound"], meta)
+    problem = bound_problem(session, walk.signer["bound"], meta, unfinished=walk.crash is not None)
     return ("modified", problem, 0) if problem else None
 
 

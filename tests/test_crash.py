@@ -127,6 +127,10 @@ def test_both_killed_then_sealed_by_hand(workdir):
     assert "sealed by tool spillage seal" in after.stdout
     seen, missing = answered_but_missing(session)
     assert seen > 20 and missing == []
+    meta = json.loads((session / "meta.json").read_text())   # what the runner wrote before it was killed
+    (session / "meta.json").write_text(json.dumps({**meta, "scenario": "someone-else"}))
+    relabelled = spillage(workdir, "verify", str(session))
+    assert relabelled.returncode == 1 and "meta.json was relabelled" in relabelled.stdout
 
 
 def test_proxy_start_says_at_once_when_its_proxy_dies(workdir):
