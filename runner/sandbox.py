@@ -11,9 +11,11 @@ usual address, relayed over Unix sockets to the real ones (runner/relay.py); not
 from inside, not the origins, not another session's proxy. So the agent can start while the proxy
 boots: its connections to the proxy wait in the relay until the proxy listens (`proxy_ready`).
 
-The sandbox's first process is runner/sandbox_init.py. When the agent exits, it exits, and the kernel
-ends every process left in the sandbox's pid namespace: a child the agent forked cannot outlive the run
-(`--die-with-parent` does the same if the runner dies). As root, bubblewrap runs privileged with every
+The sandbox's first process runs runner/sandbox_init.py, which starts the agent and says when it has
+exited; the runner then ends the sandbox's pid namespace (runner/pidns.py: SIGKILL to its first process,
+by a pidfd), and the kernel ends every process left in it: a child the agent forked cannot outlive the
+run, even one that holds bubblewrap's own first process stopped by tracing it (`--die-with-parent`
+does the same if the runner dies). As root, bubblewrap runs privileged with every
 capability dropped (the agent's uid is then root's, with no power over anything it cannot see); with
 `--agent-user` the first process starts the agent as that user.
 """
@@ -24,16 +26,21 @@ import dataclasses
 import functools
 import ipaddress
 import os
+import re
+import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 
 from spillage.runner.agent_user import AgentUser
+from spillage.runner.pidns import PidNamespace
 from spillage.runner.relay import Later
 from spillage.runner.supervisor import Supervisor
 from spillage.runner.relay import OutsideRelays
@@ -50,6 +57,7 @@ SOCKETS = Path("/run/spillage")         # where the relays' Unix sockets are, in
 # the reports stay out.
 PACKAGES = ("agents", "scenarios", "proxy", "runner")
 STOP_SECONDS = 15                       # for sandbox_init to stop the agent (it gives it 10 s)
+POLL_SECONDS = 0.05
 PRIVILEGED_PORTS = 1024
 
 
@@ -269,10 +277,12 @@ class Sandbox:
         host, port = proxy_url.removeprefix("http://").rsplit(":", 1)
         self.proxy.set(host, int(port))
 
-    def command(self, argv: list[str], env: dict, reach: list[Endpoint], sockets: Path, control_fd: int) -> list[str]:
+    def command(self, argv: list[str], env: dict, reach: list[Endpoint], sockets: Path, control_fd: int,
+                info_fd: int) -> list[str]:
         """bubblewrap's command line running `argv` with `env` in the sandbox, reaching `reach` through the
-        relays' sockets in `sockets`, with `control_fd` its socket to us."""
-        args = ["bwrap", *namespaces(os.geteuid() == 0), *port_options(reach)]
+        relays' sockets in `sockets`, with `control_fd` its socket to us and `info_fd` where it says which
+        pid its namespace's first process has."""
+        args = ["bwrap", *namespaces(os.geteuid() == 0), *port_options(reach), "--info-fd", str(info_fd)]
         if self.user:   # sandbox_init starts the agent as the user, in its folder (the agent has none of these)
             args += [arg for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_DAC_READ_SEARCH") for arg in ("--cap-add", cap)]
         roots, covered = visible(argv, env, self.hidden)
@@ -298,18 +308,22 @@ class Sandbox:
         (sockets / "hosts").write_text(hosts(reach), encoding="utf-8")
         relays = OutsideRelays(sockets, {f"{i}.sock": e.outside for i, e in enumerate(reach)})
         ours, theirs = socket.socketpair()
+        info_read, info_write = os.pipe()
         try:
             relays.__enter__()
-            child = Supervisor(self.command(argv, env, reach, sockets, theirs.fileno()), env=env, stdout=out,
-                               stderr=err, cwd=self.work, pass_fds=(theirs.fileno(),))
+            command = self.command(argv, env, reach, sockets, theirs.fileno(), info_write)
+            child = Supervisor(command, env=env, stdout=out, stderr=err, cwd=self.work,
+                               pass_fds=(theirs.fileno(), info_write))
         except BaseException:
             relays.__exit__()
             ours.close()
+            os.close(info_read)
             shutil.rmtree(sockets, ignore_errors=True)
             raise
         finally:
             theirs.close()
-        return SandboxedAgent(child, ours, relays, sockets)
+            os.close(info_write)
+        return SandboxedAgent(child, ours, relays, sockets, PidNamespace(info_read, child.pid))
 
 
 def hosts(reach: list[Endpoint]) -> str:
@@ -321,37 +335,68 @@ def hosts(reach: list[Endpoint]) -> str:
 
 class SandboxedAgent:
     """A running sandbox: wait for it, stop it (the agent gets SIGTERM, then SIGKILL), and whether the
-    agent started at all."""
+    agent started at all. Once the agent has exited, or the sandbox has, its pid namespace is ended:
+    nothing the agent left is there when `wait` returns."""
 
-    def __init__(self, child: Supervisor, control: socket.socket, relays: OutsideRelays, sockets: Path):
+    def __init__(self, child: Supervisor, control: socket.socket, relays: OutsideRelays, sockets: Path,
+                 namespace: PidNamespace):
         self.child, self.control, self.relays, self.sockets = child, control, relays, sockets
+        self.namespace = namespace
         self.said = ""
+        control.setblocking(False)
 
     @property
     def returncode(self) -> int | None:
-        return self.child.returncode
+        """The agent's exit status, as the first process said it (else bubblewrap's), once it has ended."""
+        exited = re.search(r"^exited (\d+)$", self.said, re.MULTILINE)
+        return int(exited.group(1)) if exited and self.sockets is None else self.child.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        """The sandbox's exit status once it has ended (subprocess.TimeoutExpired before); then every
-        process of the agent is gone, and the relays are closed."""
-        status = self.child.wait(timeout)
-        if self.sockets is not None:
-            self.control.setblocking(False)
-            try:
-                self.said = self.control.recv(4096).decode("utf-8", "replace")
-            except OSError:
-                pass
-            self.control.close()
-            self.relays.__exit__()
-            shutil.rmtree(self.sockets, ignore_errors=True)
-            self.sockets = None
-        return status
+        """The agent's exit status once it has ended (subprocess.TimeoutExpired before); then every process
+        of the sandbox is gone, and the relays are closed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.child.poll() is None and not self.agent_exited():
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(self.child.argv, timeout)
+            select.select([self.control], [], [], POLL_SECONDS if deadline is None
+                          else max(0.0, min(POLL_SECONDS, deadline - time.monotonic())))
+        self.end()
+        return self.returncode
+
+    def agent_exited(self) -> bool:
+        """Whether the first process said the agent has exited, or is gone (its control socket closed)."""
+        try:
+            while data := self.control.recv(4096):
+                self.said += data.decode("utf-8", "replace")
+            return True   # closed
+        except BlockingIOError:
+            return "\nexited " in f"\n{self.said}"
+        except OSError:
+            return True
+
+    def end(self) -> None:
+        """End the pid namespace and, with it, bubblewrap; close the relays."""
+        if self.sockets is None:
+            return
+        if not self.namespace.end():
+            self.child.signal(signal.SIGKILL)
+        self.child.wait()
+        self.agent_exited()
+        self.control.close()
+        self.relays.__exit__()
+        shutil.rmtree(self.sockets, ignore_errors=True)
+        self.sockets = None
 
     def stop(self) -> None:
-        """Ask the sandbox to stop the agent (its control socket closed); kill the sandbox if it is still there
+        """Ask the sandbox to stop the agent (its control socket closed); end it if the agent is still there
         after STOP_SECONDS."""
-        self.child.stop(STOP_SECONDS, ask=self.ask_to_stop)
-        self.wait()
+        if self.sockets is not None:
+            self.ask_to_stop()
+            try:
+                self.wait(STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                pass
+        self.end()
 
     def ask_to_stop(self) -> None:
         try:

@@ -5,8 +5,10 @@ stops it when the runner says so.
 
 It listens on each relayed HOST:PORT before the agent starts, then runs ARGV in a session of its own
 (as UID:GID when given) and exits with its status, which ends the sandbox: every process the agent
-left behind dies with it. On FD, a socket to the runner, it writes `started` or `failed WHY`; when the
-runner closes its end, the agent's process group gets SIGTERM, and SIGKILL after STOP_SECONDS.
+left behind dies with it. On FD, a socket to the runner, it writes `started` or `failed WHY`, and
+`exited N` when the agent has ended (the runner then ends the sandbox's pid namespace, whatever the
+agent's children did to its first process); when the runner closes its end, the agent's process group
+gets SIGTERM, and SIGKILL after STOP_SECONDS.
 """
 
 from __future__ import annotations
@@ -56,7 +58,12 @@ async def supervise(args: argparse.Namespace, control: socket.socket) -> int:
     loop = asyncio.get_running_loop()
     loop.add_reader(control.fileno(), stop_when_closed, control, agent.pid, loop)
     status = await agent.wait()
-    return status if status >= 0 else 128 - status
+    status = status if status >= 0 else 128 - status
+    try:
+        control.sendall(f"exited {status}\n".encode())
+    except OSError:   # the runner is gone: the sandbox dies with it
+        pass
+    return status
 
 
 def stop_when_closed(control: socket.socket, pid: int, loop: asyncio.AbstractEventLoop) -> None:

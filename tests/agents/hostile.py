@@ -2,7 +2,8 @@
 
     python hostile.py command      the agent itself: attacks, then one request through the proxy
     python hostile.py browser      run from the Chromium the framework starts (hostile_chromium.sh)
-    python hostile.py linger M     the child it leaves behind (marker M): after the seal, it rewrites the log
+    python hostile.py linger M     the child it leaves behind (marker M): it holds the sandbox's first process
+                                   stopped, and after the seal it rewrites the log
 
 Standard library only, so that any Python runs it (the framework's, or the system's from Chromium's
 wrapper). It finds everything as an attacker would: the session folder beside its work folder, the
@@ -125,9 +126,23 @@ def leave_child(marker: str) -> str:
     return f"marker {marker}"
 
 
+def hold_first() -> str:
+    """Trace the sandbox's first process (bubblewrap's) and stop it, so that it cannot exit when the agent
+    does and take the sandbox with it; kept so while this process lives."""
+    if "bwrap" not in Path("/proc/1/cmdline").read_text(errors="replace"):
+        raise LookupError("not in a sandbox: pid 1 is the machine's own")
+    libc = ctypes.CDLL(None, use_errno=True)
+    for request in (0x4206, 0x4207):   # PTRACE_SEIZE, PTRACE_INTERRUPT
+        if libc.ptrace(request, 1, None, None) != 0:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    return "pid 1 stopped"
+
+
 def linger() -> None:
-    """Outlive the agent; once the runner has sealed the session, rewrite its log."""
+    """Outlive the agent (holding the sandbox's first process stopped); once the runner has sealed the
+    session, rewrite its log."""
     say("linger: started")
+    attempt("hold the sandbox's first process", hold_first)
     print("started", flush=True)
     sys.stdout.close()
     while True:
