@@ -2,7 +2,7 @@
 
     python bench/bench_guard.py                       # records an oversharer session first (~15 s)
     python bench/bench_guard.py --session runs/DIR    # replays the requests of a session you have
-    python bench/bench_guard.py --rounds 9 --mode block
+    python bench/bench_guard.py --rounds 7 --mode block   # 15 rounds by default
 
 Two stacks as `spillage run` starts them (origins, capturing proxy with signed checkpoints), one with
 `--guard off` (A, the anchor) and one with the guard in `--mode` (B, default redact) guarding the
@@ -106,7 +106,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--session", type=Path, help="a session whose requests to send (default: record one)")
     parser.add_argument("--mode", choices=("monitor", "redact", "block"), default="redact")
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
 
     from spillage.origins.catalog import build_catalog
