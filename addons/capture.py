@@ -35,6 +35,7 @@ from spillage.proxy.formats.flowrecords import write_request_record
 from spillage.proxy.formats.flowrecords import write_response
 from spillage.proxy.reading.records import clean_text
 from spillage.proxy.refusal import EGRESS_KEY
+from spillage.proxy.refusal import SENT_KEY
 from spillage.proxy.signing import SessionKey
 from spillage.proxy.version import SPILLAGE_VERSION
 
@@ -141,6 +142,11 @@ class Capture:
 
     @fail_closed
     def error(self, flow: http.HTTPFlow) -> None:
+        """The error; first the refusal of a request mitmproxy failed before `request` (addons/egress.py),
+        with the bytes its client sent after its head."""
+        refusal = flow.metadata.get(EGRESS_KEY)
+        if refusal and flow.request.timestamp_end is None and flow.request.method != "CONNECT":
+            self.write_refusal(flow, refusal, url=flow.request.pretty_url, content=flow.metadata.get(SENT_KEY))
         message = flow.error.msg if flow.error else "unknown error"
         self.write("error", flow=flow.id, request=flow.metadata.get(SEQ_KEY), message=clean_text(message))
 
@@ -164,9 +170,10 @@ class Capture:
                       "headers": original["headers"], "body": self.body(original["content"])},
             original_sha256=original["sha256"], sent_sha256=request_sha256(flow.request) if sent else None)
 
-    def write_refusal(self, flow: http.HTTPFlow, refusal: dict, url: str) -> None:
-        """Record a refused request or tunnel, keeping everything the client sent."""
-        write_refusal(self.write, self.body, flow.id, flow.request, url, refusal)
+    def write_refusal(self, flow: http.HTTPFlow, refusal: dict, url: str, content: bytes | None = None) -> None:
+        """Record a refused request or tunnel, keeping everything the client sent (`content`: its body as
+        sent, when mitmproxy never read it)."""
+        write_refusal(self.write, self.body, flow.id, flow.request, url, refusal, content)
 
     def write_blocked(self, flow_id: str, method: str, url: str, host: str, port: int, data: bytes,
                       refusal: dict) -> None:

@@ -15,9 +15,19 @@ mitmproxy does by default (never ssl_insecure): a certificate that does not veri
 recorded.
 
 What never became a request is recorded when its client goes: a tunnel to an outside host in which no
-request was made (nothing sent, or text with no end to its head), and bytes mitmproxy answered with
-400 itself (an absolute URL it cannot read, such as `http://shop.test@127.0.0.2/`): each an
-`egress_blocked` record with the bytes the client had sent.
+request was made (nothing sent, or text with no end to its head), text in a tunnel to any other host
+(ours, a model endpoint, a live host) that mitmproxy took for HTTP/1 and could not read as a request
+(no end to its head, or a request line it answered 400 to, such as `SECRET raw bytes\r\n`: bytes that
+start with a word and a space are HTTP to mitmproxy, any others raw TCP, refused above), and bytes
+mitmproxy answered with 400 itself on a plain connection (an absolute URL it cannot read, such as
+`http://shop.test@127.0.0.2/`): each an `egress_blocked` record with the bytes the client had sent.
+A request whose head mitmproxy read but that failed before it was whole is the egress policy's
+(addons/egress.py `error`): its first bytes travel with it (`SENT_KEY`), the body it is recorded with.
+
+Not an attempt, and not recorded: a tunnel to one of our hosts (any `*.test` name, any port: the name
+is never looked up, and its requests go to the origin) in which the client sent nothing, or only a TLS
+handshake, or opened HTTP/2 without a request. That is what a browser's spare or speculative
+connection is; nothing in it was refused, because nothing was asked.
 """
 
 import logging
@@ -29,6 +39,7 @@ from mitmproxy import http
 from mitmproxy import tls
 from mitmproxy.connection import Client
 from mitmproxy.proxy.layer import NextLayer
+from mitmproxy.proxy.layers.tls import starts_like_tls_record
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 
 from spillage.addons.egress import live_patterns
@@ -44,6 +55,7 @@ from spillage.proxy.hosts import is_test_host
 from spillage.proxy.hosts import normalise_host
 from spillage.proxy.live import is_live
 from spillage.proxy.refusal import EGRESS_KEY
+from spillage.proxy.refusal import SENT_KEY
 from spillage.proxy.refusal import describe_refusal
 
 MAX_FIRST_BYTES = 64 * 1024
@@ -57,8 +69,7 @@ class ConnectionGuard:
     def __init__(self) -> None:
         self.first_bytes: dict[str, bytes] = {}   # client id -> what it sent before its layer was known
         self.recorded: set[str] = set()           # ids of server connections whose refusal is recorded
-        self.tunnels: dict[str, tuple[str, str, int]] = {}   # client id -> (flow, host, port) of an outside tunnel
-        self.connected: set[str] = set()          # ids of clients that opened a tunnel (CONNECT)
+        self.tunnels: dict[str, tuple[str, str, int, bool]] = {}   # client id -> (flow, host, port, outside?)
         self.answered: set[str] = set()           # ids of clients that made a request, or whose refusal is recorded
         self.origin: tuple[str, int] | None = None
         self.model_hosts: frozenset[str] = frozenset()
@@ -94,21 +105,28 @@ class ConnectionGuard:
 
     @fail_closed
     def http_connect(self, flow: http.HTTPFlow) -> None:
-        """A tunnel to an outside host that the egress policy let open (to the proxy itself): recorded when
-        its client goes, unless a request inside it, or its refused connection, is."""
+        """A tunnel the egress policy let open (to the proxy itself): one to an outside host is recorded
+        when its client goes, one to any other host if it carried bytes that are no request; neither when
+        a request inside it, or its refused connection, is."""
         host, port, client = flow.request.host, flow.request.port, flow.client_conn.id
         self.first_bytes.pop(client, None)   # the CONNECT itself: what the tunnel carries is kept next
-        self.connected.add(client)
         self.requesting.discard(client)
-        if EGRESS_KEY not in flow.metadata and not is_test_host(host) and not is_live(self.live, host, port) and \
-                f"{normalise_host(host)}:{port}" not in self.model_hosts:
-            self.tunnels[client] = (flow.id, host, port)
+        if EGRESS_KEY in flow.metadata:   # refused as it was asked for, and recorded so
+            self.answered.add(client)
+            return
+        outside = not is_test_host(host) and not is_live(self.live, host, port) and \
+            f"{normalise_host(host)}:{port}" not in self.model_hosts
+        self.tunnels[client] = (flow.id, host, port, outside)
 
     @fail_closed
     def requestheaders(self, flow: http.HTTPFlow) -> None:
+        """A request: its client is answered. The first on a connection keeps, when it is HTTP/1, what its
+        client sent after its head, the body it is recorded with if mitmproxy fails it (addons/egress.py)."""
         if flow.request.method != "CONNECT":
             self.answered.add(flow.client_conn.id)
-            self.first_bytes.pop(flow.client_conn.id, None)
+            head, end, rest = self.first_bytes.pop(flow.client_conn.id, b"").partition(b"\r\n\r\n")
+            if end and head.startswith(flow.request.data.method + b" "):
+                flow.metadata[SENT_KEY] = rest
 
     @fail_closed
     def request(self, flow: http.HTTPFlow) -> None:
@@ -121,20 +139,20 @@ class ConnectionGuard:
         self.requesting.discard(client.id)
         data = self.first_bytes.pop(client.id, b"")
         tunnel = self.tunnels.pop(client.id, None)
-        connected = client.id in self.connected
-        self.connected.discard(client.id)
         if client.id in self.answered:
             self.answered.discard(client.id)
             return
         try:
-            if tunnel is not None:
-                flow, host, port = tunnel
-                refusal = describe_refusal(host, None, "tunnel")
+            if tunnel is None:
+                if data:
+                    self.unreadable(client, data)
+            elif tunnel[3] or (data and not starts_like_tls_record(data) and client.alpn != b"h2"):
+                flow, host, port, outside = tunnel   # not outside: text mitmproxy took for HTTP/1 (module doc)
+                refusal = (describe_refusal(host, None, "tunnel") if outside else
+                           {"background": False, "reason": "tunnel refused: only HTTP requests pass"})
                 refusal["reason"] += ("; the client sent no request in it" if not data else
                                       f"; the client sent {len(data)} bytes that are no complete request (the body)")
                 self.write(flow, "CONNECT", f"{host}:{port}", host, port, data, refusal)
-            elif data and not connected:   # a tunnel to *.test that carried no request (a browser's spare) is none
-                self.unreadable(client, data)
         except Exception as exc:  # noqa: BLE001 - nothing was let through; the failure is recorded
             record_failure(None, None, failure_message(self, "client_disconnected", exc))
 

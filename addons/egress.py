@@ -21,6 +21,9 @@ from spillage.proxy.refusal import EGRESS_KEY
 from spillage.proxy.refusal import REFUSED_BODY
 from spillage.proxy.refusal import describe_refusal
 
+#: mitmproxy 12's words for a request whose client went before it was whole (h11, HTTP/1, HTTP/2 and 3).
+CLIENT_GONE = ("peer closed connection", "Client disconnected", "by client")
+
 
 def refuse(flow: http.HTTPFlow, refusal: dict) -> None:
     """Answer `flow` with 403 and mark it, described by `refusal`, for the capture log."""
@@ -65,7 +68,8 @@ class EgressPolicy:
     to the proxy itself: with `connection_strategy=lazy` no upstream connection is made, TLS is
     intercepted with our CA, and the request inside is refused with its full URL, so a search the
     agent sent to an outside engine is recorded with its query. Whatever else a tunnel carries (raw
-    TCP, another protocol) never gets a server connection: see addons/connection_guard.py."""
+    TCP, another protocol) never gets a server connection: see addons/connection_guard.py. A request
+    mitmproxy fails before it is whole is refused too, to any host (`error`)."""
 
     def __init__(self) -> None:
         self.model_hosts: frozenset[str] = frozenset()
@@ -107,6 +111,25 @@ class EgressPolicy:
             flow.metadata[EGRESS_KEY] = refusal
         else:
             refuse(flow, refusal)
+
+    @fail_closed
+    def error(self, flow: http.HTTPFlow) -> None:
+        """A request mitmproxy failed before it was whole (a scheme it does not speak, Transfer-Encoding
+        with Content-Length, a body it cannot read) never reached `request` and was sent nowhere: it is
+        marked refused, so that it is recorded as one. Not one to our own hosts that its client gave up
+        on (it went before it had sent it all): nothing refused that, and its `error` record says so."""
+        request = flow.request
+        if request.timestamp_end is not None or request.method == "CONNECT" or EGRESS_KEY in flow.metadata:
+            return   # it reached `request` (or is a tunnel), where refusals are decided
+        message = flow.error.msg if flow.error else "unknown error"
+        if self.allowed(request.pretty_host, request.port):
+            if any(words in message for words in CLIENT_GONE):
+                return
+            refusal = {"background": False, "reason": "request refused"}
+        else:
+            refusal = describe_refusal(request.pretty_host, request.path, "request")
+        refusal["reason"] += f"; mitmproxy failed it before it was whole ({message})"
+        flow.metadata[EGRESS_KEY] = refusal
 
     def live_mismatch(self, flow: http.HTTPFlow) -> str | None:
         """Why a request to a live host is refused all the same (another SNI, a WebSocket), or None."""

@@ -12,6 +12,10 @@ REFUSED_BODY = b"spillage: egress refused; only *.test hosts are reachable throu
 #: flow.metadata key under which a refusal is described for the capture addon.
 EGRESS_KEY = "spillage.egress"
 
+#: flow.metadata key: what the client sent after the head of its connection's first HTTP/1 request, as
+#: the proxy first read it (addons/connection_guard.py), the body of a request mitmproxy fails unread.
+SENT_KEY = "spillage.sent"
+
 
 def describe_refusal(host: str, path: str | None, stage: str) -> dict:
     """{background, reason} for refusing `host` at `stage` (connect, request, tcp, ...): whether it is

@@ -13,6 +13,7 @@ from spillage.addons.capture import Capture
 from spillage.proxy.beacons import beacon_target
 from spillage.addons.egress import EGRESS_KEY
 from spillage.addons.egress import EgressPolicy
+from spillage.proxy.refusal import SENT_KEY
 from spillage.addons.connection_guard import ConnectionGuard
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 from spillage.proxy.hosts import background_reason
@@ -344,6 +345,40 @@ def test_upstream_error_is_recorded_against_its_request(capture):
     request, error = records(capture.session)
     assert error["kind"] == "error" and error["request"] == request["seq"]
     assert error["message"] == "connection refused"
+
+
+CLIENT_WENT = "HTTP/1 protocol error: peer closed connection without sending complete message body"
+
+
+@pytest.mark.parametrize("url, message, refused", [
+    ("http://shop.test/x", "Invalid request scheme: ftp", True),
+    ("http://shop.test/x", "HTTP/1 protocol error: illegal chunk header: bytearray(b'zz\\r\\n')", True),
+    ("http://shop.test/x", CLIENT_WENT, False),
+    ("http://127.0.0.2/x", CLIENT_WENT, True),
+])
+def test_a_request_mitmproxy_failed_before_it_was_whole_is_refused_unless_its_client_left_ours(
+        capture, url, message, refused):
+    flow = flow_for("POST", url, headers={"Transfer-Encoding": "chunked"})
+    flow.request.timestamp_end, flow.request.raw_content = None, None   # as mitmproxy leaves it: never `request`
+    flow.metadata[SENT_KEY] = b"zz\r\nSECRET\r\n"
+    flow.error = tflow.terr(message)
+    EgressPolicy().error(flow)
+    capture.error(flow)
+    written = records(capture.session)
+    assert [r["kind"] for r in written] == (["egress_blocked", "error"] if refused else ["error"])
+    if refused:
+        assert written[0]["url"] == url and written[0]["body"]["text"] == "zz\r\nSECRET\r\n"
+        assert message in written[0]["reason"]
+
+
+def test_a_request_refused_whole_that_then_fails_is_not_refused_twice(capture):
+    flow = flow_for("GET", "http://127.0.0.2/x")
+    EgressPolicy().request(flow)
+    capture.request(flow)
+    flow.error = tflow.terr("Connection killed.")
+    EgressPolicy().error(flow)
+    capture.error(flow)
+    assert [r["kind"] for r in records(capture.session)] == ["egress_blocked", "error"]
 
 
 def test_every_record_the_addon_writes_matches_the_schema(capture):

@@ -264,6 +264,69 @@ def test_refused_attempts_that_never_become_a_request_are_recorded_too(stack, ou
     assert not [r for r in iter_records(stack.session_dir) if r.record["kind"] == "request" and r.record["method"] == "PRI"]
 
 
+def sent_then_closed(stack: Stack, *parts: bytes, tls_to: str | None = None) -> None:
+    """Send `parts` to the proxy, each after its answer to the one before (the CONNECT's 200), in TLS to
+    `tls_to` after the first when given; then close our side and read until the proxy closes its own."""
+    with socket.create_connection(proxy_address(stack), timeout=10) as sock:
+        sock.sendall(parts[0])
+        if len(parts) > 1 or tls_to:
+            assert read_head(sock).startswith(b"HTTP/1.1 200")
+        if tls_to:
+            context = ssl.create_default_context()
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+            with context.wrap_socket(sock, server_hostname=tls_to):
+                pass
+            return
+        for part in parts[1:]:
+            sock.sendall(part)
+        sock.shutdown(socket.SHUT_WR)
+        while sock.recv(65536):
+            pass
+
+
+def test_every_refused_shape_is_one_egress_blocked_record(stack, outside):
+    """Bytes in a tunnel to one of our names that mitmproxy takes for HTTP (a word and a space first) or
+    for raw TCP, to any port; a scheme it does not speak; Transfer-Encoding with Content-Length; a chunk
+    size that is none: nothing reaches the listener, and each is exactly one egress_blocked record with
+    what the client sent. A tunnel to our names with nothing in it, or only TLS, is a browser's spare:
+    none."""
+    port = outside.server_address[1]
+    target = f"{OUTSIDE}:{port}"
+    connect = "CONNECT {0} HTTP/1.1\r\nHost: {0}\r\n\r\n".format
+    before = {r["seq"] for r in blocked(stack)}
+    for where in ("127.0.0.2.test:9999", "shop.test:443"):   # spares: not attempts
+        sent_then_closed(stack, connect(where).encode())
+        sent_then_closed(stack, connect(where).encode(), tls_to=where.partition(":")[0])
+    expected = []   # (method, url, host, body) of each attempt's one record
+    for i, where in enumerate(("127.0.0.2.test:9999", "foo.test:80", "shop.test:443", "shop.test:9999")):
+        # raw TCP; text mitmproxy reads as a request line with no end of head; one it answers 400 to
+        for raw in (f"\x00SECRET {i} raw", f"SECRET {i} line\r\n", f"SECRET {i} head\r\n\r\n"):
+            sent_then_closed(stack, connect(where).encode(), raw.encode())
+            expected.append(("CONNECT", where, where.rpartition(":")[0], raw))
+    sent_then_closed(stack, f"GET ftp://{target}/ftp HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+    expected.append(("GET", f"ftp://{target}/ftp", OUTSIDE, ""))
+    for host, url in ((OUTSIDE, f"http://{target}/"), ("shop.test", "http://shop.test/")):
+        head = f"POST {url}{{}} HTTP/1.1\r\nHost: {url.split('/')[2]}\r\nTransfer-Encoding: chunked\r\n"
+        sent_then_closed(stack, (head.format("smuggle") + "Content-Length: 6\r\n\r\n6\r\nSECRET\r\n0\r\n\r\n").encode())
+        sent_then_closed(stack, (head.format("chunk") + "\r\nzz\r\nSECRET\r\n0\r\n\r\n").encode())
+        expected += [("POST", url + "smuggle", host, "6\r\nSECRET\r\n0\r\n\r\n"),
+                     ("POST", url + "chunk", host, "zz\r\nSECRET\r\n0\r\n\r\n")]
+    with outside.lock:
+        assert (outside.connections, bytes(outside.received)) == (0, b"")
+    deadline = time.monotonic() + 30   # the tunnels' are written once the proxy has seen their clients go
+    while len(new := [r for r in blocked(stack) if r["seq"] not in before]) < len(expected) and \
+            time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)   # and no more come
+    new = [r for r in blocked(stack) if r["seq"] not in before]
+    shapes = sorted((r["method"], r["url"], r["host"], (r["body"] or {}).get("text", "")) for r in new)
+    assert shapes == sorted(expected)
+    assert all(r["reason"].startswith(("tunnel refused", "connect refused", "request refused")) for r in new)
+    smuggled = [r for r in new if r["url"].endswith("smuggle")]
+    assert all(["Transfer-Encoding", "chunked"] in r["headers"] and "request smuggling" in r["reason"]
+               for r in smuggled)
+
+
 def test_hostile_bytes_in_our_own_traffic_are_captured_and_answered(stack):
     before = len(list(iter_records(stack.session_dir)))   # the module's stack: earlier tests wrote the rest
     head = tls_request(stack, "shop.test:443", "shop.test", b"GET /s?k=\xff\xfekettle HTTP/1.1\r\nHost: shop.test\r\n\r\n")

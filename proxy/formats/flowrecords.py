@@ -87,11 +87,12 @@ def write_response(write: Write, body: Body, flow_id: str, request_seq: int,
 
 
 def write_refusal(write: Write, body: Body, flow_id: str, request: http.Request, url: str,
-                  refusal: dict) -> dict | None:
-    """Write the `egress_blocked` record of a refused request or tunnel, keeping all the client sent."""
+                  refusal: dict, content: bytes | None = None) -> dict | None:
+    """Write the `egress_blocked` record of a refused request or tunnel, keeping all the client sent
+    (`content`: the body as the client sent it, for a request whose body was never read; else its own)."""
     return write(
         "egress_blocked", flow=flow_id, method=clean_text(request.method), url=clean_text(url),
         host=clean_text(request.pretty_host), port=request.port, background=refusal["background"],
-        headers=header_pairs(request.headers), body=body(request.raw_content),
+        headers=header_pairs(request.headers), body=body(request.raw_content if content is None else content),
         reason=refusal["reason"],
     )
