@@ -343,8 +343,8 @@ def verify(path: str | os.PathLike[str], key: str | None = None, *, jobs: int | 
            alone: bool = False) -> VerifyResult:
     """Verify the log of a session folder (or a capture.jsonl) and, if present, its meta.json and cosigned
     checkpoint; `key` pins the long-term key that must have certified the session (a fingerprint, see
-    signing.pinned_fingerprint). SigningKeyError for a `key` that names no key. `alone`: the log alone,
-    as its runner checks it before it cosigns it and writes meta.json.
+    signing.pinned_fingerprint). SigningKeyError for a `key` that names no key. `alone`: the log and the files
+    its certificate binds, as its runner checks them before it cosigns the log and writes meta.json.
 
     `jobs` worker processes read the log's lines (None: one per core, up to MAX_JOBS, for a log of
     PARALLEL_BYTES or more; 1: this process alone); the verdict is the same whatever the number."""
@@ -393,7 +393,8 @@ def verify(path: str | os.PathLike[str], key: str | None = None, *, jobs: int | 
         return fail("modified", str(exc), walk.count, walk.count - 1)
     checks = [_check_identity(log, walk, meta), _check_stripped(log.parent, walk, meta)]
     if not alone:   # a runner that never settled the evidence says so before meta.json, which it never finished
-        checks += [_check_cosigned(log.parent, walk), _check_meta(meta, walk), _check_bound(log.parent, walk, meta)]
+        checks += [_check_cosigned(log.parent, walk), _check_meta(meta, walk)]
+    checks.append(_check_bound(log.parent, walk, meta, unfinished=alone))
     for problem in checks:
         if problem:
             damage, message, n = problem
@@ -855,12 +856,13 @@ def _check_meta(meta: dict | None, walk: _Walk) -> tuple[str, str, int] | None:
     return None
 
 
-def _check_bound(session: Path, walk: _Walk, meta: dict | None) -> tuple[str, str, int] | None:
+def _check_bound(session: Path, walk: _Walk, meta: dict | None, unfinished: bool) -> tuple[str, str, int] | None:
     """("modified", why, 0) when the files and meta.json fields the certificate binds (proxy/bound.py) are
-    not what it says; a crash-sealed log too (its audit reads them as well)."""
+    not what it says; a crash-sealed log too (its audit reads them as well). `unfinished`: meta.json is
+    not written yet (the runner settling the evidence), so only the files are checked."""
     if walk.signer is None or "bound" not in walk.signer:
         return None
-    problem = bound_problem(session, walk.signer["bound"], meta, unfinished=walk.crash is not None)
+    problem = bound_problem(session, walk.signer["bound"], meta, unfinished=unfinished or walk.crash is not None)
     return ("modified", problem, 0) if problem else None
 
 

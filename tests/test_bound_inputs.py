@@ -91,7 +91,10 @@ def test_b1_an_agent_without_a_sandbox_that_rewrites_the_scenario_copy_is_caught
     done = spillage(workdir, "run", "--scenario", "shop-kettle-chat", "--isolation", "none", "--audit",
                     "--", "sh", "-c", f"{LEAK}; {rewrite}")
     assert done.returncode == 1, done.stderr[-2000:]
-    assert "capture log fails verification (modified: scenario.yaml hashes to" in done.stderr
+    assert "evidence tampered: " in done.stderr and ": modified: scenario.yaml hashes to" in done.stderr
+    session = Path(done.stdout.strip().splitlines()[-1])
+    assert json.loads((session / "meta.json").read_text())["evidence"] == "tampered"
+    assert not (session / CHECKPOINT_NOTE).exists()   # its issuer does not vouch for it
 
 
 def test_b2b_a_planted_catalog_fails_verify_and_the_audit_refuses_it(workdir, copy):
