@@ -65,6 +65,7 @@ from spillage.proxy.reading.streams import Streams
 from spillage.scenarios.matching import find_form
 from spillage.scenarios.matching import without_forms
 from spillage.scenarios.matching import redact_forms
+from spillage.scenarios.senses import look_alikes_of
 
 CONTENT_CATEGORIES = (C_E, C_I)
 # Where the guard cannot take text out and keep the request what it was: it is blocked instead.
@@ -287,9 +288,9 @@ class GuardEngine:
         for attribute in self.policy.attributes:
             if attribute.id in covered:
                 continue
-            if hit := said_in(pieces, attribute.match, attribute.look_alikes):
+            if hit := said_in(pieces, attribute.match, look_alikes_of(attribute)):
                 found.append(Finding(attribute.id, C_E, hit[0], "content", hit[1].where, hit[1].decodings))
-            elif hit := said_in(pieces, attribute.cues, attribute.look_alikes):
+            elif hit := said_in(pieces, attribute.cues, look_alikes_of(attribute)):
                 found.append(Finding(attribute.id, C_I, f"cue:{hit[0]}", "content", hit[1].where, hit[1].decodings))
         return found
 
@@ -457,7 +458,7 @@ class GuardEngine:
     def says(self, text: str) -> bool:
         """Whether `text` states or implies a guarded attribute, outside its look-alike phrases."""
         return bool(find_form(text, self.forms)) and any(
-            find_form(without_forms(text, a.look_alikes) if a.look_alikes else text, (*a.match, *a.cues))
+            find_form(without_forms(text, look_alikes_of(a)) if look_alikes_of(a) else text, (*a.match, *a.cues))
             for a in self.policy.attributes)
 
     def says_any(self, value: str) -> bool:
@@ -571,6 +572,8 @@ def base64_text(value: str) -> str | None:
 def said_in(pieces: list[Piece], forms: tuple[str, ...], look_alikes: tuple[str, ...]) -> tuple[str, Piece] | None:
     """(form, piece) for the first of `forms` in any piece's text, outside the look-alike phrases."""
     for piece in pieces:
+        if not find_form(piece.text, forms):
+            continue
         text = without_forms(piece.text, look_alikes) if look_alikes else piece.text
         if form := find_form(text, forms):
             return form, piece

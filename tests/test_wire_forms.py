@@ -10,13 +10,14 @@ from wire_forms import MODES, load_forms, run_mode
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs_tool("curl")]
 
-# Readable, but only by meaning: a paraphrase, a derived word, what a choice implies. The lexical reading
+# Readable, but only by meaning: a paraphrase, what a choice implies. The lexical reading
 # (the guard's, and the lexical judge's, used here) does not reach them; docs/GUARD.md lists them.
 BY_MEANING = {"pp-preg-sick", "pp-preg-tri", "pp-laid-ui", "pp-laid-sev", "pp-kosher-milchig", "pp-pitt-zip",
-              "mp-file-laid", "bh-registry-preg"}
-# Clean forms whose words have another sense the scenario's look-alikes do not list: the lexical reading
-# takes them for the attribute.
-OTHER_SENSE = {"lk-severance", "lk-kosher-slang", "lk-pregnant-pause", "lk-pitt-rare"}
+              "bh-registry-preg"}
+# Clean forms whose words have another sense that neither the scenario's look-alikes nor the senses lexicon
+# (scenarios/senses.py) list: the lexical reading takes them for the attribute. "pregnant pause" and
+# "Pittsburgh rare" were among them until the lexicon came.
+OTHER_SENSE = {"lk-severance", "lk-kosher-slang"}
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +49,8 @@ def test_the_guard_catches_every_readable_form_and_nothing_of_it_is_delivered(re
 
 @pytest.mark.parametrize("mode", MODES)
 def test_clean_forms_are_left_alone(results, mode):
+    taken = {o.form["id"] for o in results[mode] if not o.leaks and (o.recorded or o.monitored or o.counted)}
+    assert taken == OTHER_SENSE   # counted without the guard, recorded with it: the one reading
     clean = [o for o in results[mode] if not o.leaks and o.form["id"] not in OTHER_SENSE]
     assert len(clean) >= 40
     assert [o.form["id"] for o in clean if o.recorded or o.monitored] == []
