@@ -13,6 +13,7 @@ import os
 import select
 import signal
 import time
+from pathlib import Path
 
 INFO_SECONDS = 30   # for bubblewrap to make the namespace and say so
 END_SECONDS = 10    # for the kernel to end every process in it
@@ -75,7 +76,7 @@ def read_child_pid(fd: int) -> int | None:
 def parent_of(pid: int) -> int | None:
     """The parent pid of `pid`, from /proc/PID/stat (None once it is gone)."""
     try:
-        stat = open(f"/proc/{pid}/stat", encoding="ascii", errors="replace").read()
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
     except OSError:
         return None
     return int(stat.rsplit(")", 1)[1].split()[1])
