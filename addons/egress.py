@@ -19,6 +19,7 @@ from spillage.proxy.live import is_live
 from spillage.proxy.live import parse_live
 from spillage.proxy.refusal import EGRESS_KEY
 from spillage.proxy.refusal import REFUSED_BODY
+from spillage.proxy.refusal import UNWHOLE
 from spillage.proxy.refusal import describe_refusal
 
 #: mitmproxy 12's words for a request whose client went before it was whole (h11, HTTP/1, HTTP/2 and 3).
@@ -128,7 +129,7 @@ class EgressPolicy:
             refusal = {"background": False, "reason": "request refused"}
         else:
             refusal = describe_refusal(request.pretty_host, request.path, "request")
-        refusal["reason"] += f"; mitmproxy failed it before it was whole ({message})"
+        refusal["reason"] += f"; {UNWHOLE} ({message})"
         flow.metadata[EGRESS_KEY] = refusal
 
     def live_mismatch(self, flow: http.HTTPFlow) -> str | None:

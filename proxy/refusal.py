@@ -16,6 +16,10 @@ EGRESS_KEY = "spillage.egress"
 #: the proxy first read it (addons/connection_guard.py), the body of a request mitmproxy fails unread.
 SENT_KEY = "spillage.sent"
 
+#: Said in the reason of a request mitmproxy failed before it was whole (its framing, its scheme): such a
+#: request can only be sent again as it was written (runner/replay.py), headers and body as recorded.
+UNWHOLE = "mitmproxy failed it before it was whole"
+
 
 def describe_refusal(host: str, path: str | None, stage: str) -> dict:
     """{background, reason} for refusing `host` at `stage` (connect, request, tcp, ...): whether it is

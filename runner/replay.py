@@ -24,6 +24,7 @@ from spillage.proxy.layout import create_session
 from spillage.proxy.layout import read_meta
 from spillage.proxy.layout import seal_permissions
 from spillage.proxy.layout import write_meta
+from spillage.proxy.refusal import UNWHOLE
 from spillage.addons.mitm.ca import ensure_ca
 from spillage.proxy.signing import load_or_create_key
 from spillage.proxy.verify import verify
@@ -108,6 +109,8 @@ class Client:
             finally:
                 connection.close()
             return sent
+        if record["kind"] == "egress_blocked" and UNWHOLE in (record.get("reason") or ""):
+            return self.send_as_written(record, session_dir, sent)
         parts = urlsplit(record["url"])
         headers = [(k, v) for k, v in record.get("headers") or () if k.lower() not in NOT_RESENT]
         if not any(k.lower() == "host" for k, _ in headers):
@@ -133,6 +136,27 @@ class Client:
             return sent
         sent.status = response.status
         self.cookies.take(parts.hostname or "", response.headers.get_all("Set-Cookie") or [])
+        return sent
+
+    def send_as_written(self, record: dict, session_dir: Path, sent: Sent) -> Sent:
+        """A request the proxy refused because mitmproxy could not read it whole (both Transfer-Encoding
+        and Content-Length, a bad chunk, a scheme it does not speak): its head and body sent again byte
+        for byte as recorded, on a connection of its own, so that the proxy refuses it again."""
+        parts = urlsplit(record["url"])
+        target = record["url"] if parts.scheme != "https" else urlunsplit(("", "", parts.path or "/", parts.query, ""))
+        head = f"{record['method']} {target} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in record.get("headers") or ())
+        connection = self.connection(("as written", parts.hostname, parts.port), parts)
+        try:
+            connection.connect()
+            connection.sock.sendall(head.encode("latin-1") + b"\r\n" + read_body(session_dir, record.get("body")))
+            response = http.client.HTTPResponse(connection.sock, method=record["method"])
+            response.begin()
+            response.read()
+            sent.status = response.status
+        except (OSError, UnicodeEncodeError, http.client.HTTPException) as e:
+            sent.error = str(e) or type(e).__name__
+        finally:
+            self.drop(("as written", parts.hostname, parts.port))
         return sent
 
     def exchange(self, key: tuple, parts, method: str, target: str, headers: list, body: bytes):

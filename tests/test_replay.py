@@ -88,6 +88,30 @@ def test_replay_resends_agent_requests_in_order_with_the_replays_cookies(tmp_pat
     assert shop.products[product].title.split(" – ")[0] in read_body(replay, cart_page["body"]).decode()
 
 
+def test_a_request_mitmproxy_could_not_read_whole_is_sent_as_written_and_refused_again(tmp_path, catalog_file, shop):
+    """Transfer-Encoding with Content-Length to our own shop, and an ftp:// URL: refused because mitmproxy
+    could not read them whole. Sent again well-formed, the first would reach the shop; sent as written,
+    the proxy refuses both again, with the same reason, and the shop gets neither."""
+    product = next(iter(shop.products))
+    t = Traffic(tmp_path / "original", KETTLE, catalog_file)
+    chunked = b"10\r\nquestion=pregnant\r\n0\r\n\r\n"
+    shapes = [("POST", f"http://shop.test/p/{product}/ask", "shop.test", 80,
+               [["Host", "shop.test"], ["Transfer-Encoding", "chunked"], ["Content-Length", "5"]], chunked,
+               "request refused; mitmproxy failed it before it was whole (both transfer-encoding and content-length)"),
+              ("GET", "ftp://127.0.0.2:21/x", "127.0.0.2", 21, [["Host", "127.0.0.2:21"]], b"",
+               "request refused: not a .test host; mitmproxy failed it before it was whole (Invalid request scheme)")]
+    for n, (method, url, host, port, headers, body, reason) in enumerate(shapes):
+        t.add("egress_blocked", flow=f"00000000-0000-4000-8000-00000000090{n}", method=method, url=url, host=host,
+              port=port, background=False, headers=headers, body=t.writer.body(body or None), reason=reason)
+    result = replay_session(t.close(), tmp_path / "runs", tmp_path / "ca", log=lambda m: None)
+    assert result.capture_ok and [s.status for s in result.sent] == [None, 400]
+    again = [r for r in records(result.session_dir) if r["kind"] in ("request", "egress_blocked")]
+    assert [(r["kind"], r["method"], r["url"]) for r in again] == [
+        ("egress_blocked", "POST", f"http://shop.test/p/{product}/ask"), ("egress_blocked", "GET", "ftp://127.0.0.2:21/x")]
+    assert all("mitmproxy failed it before it was whole" in r["reason"] for r in again)
+    assert read_body(result.session_dir, again[0]["body"]) == chunked
+
+
 def test_replay_refuses_a_log_that_fails_verification(tmp_path, catalog_file, shop, capsys):
     original = recorded_session(tmp_path / "original", catalog_file, next(iter(shop.products)))
     log = original / "capture.jsonl"
