@@ -33,6 +33,7 @@ from mitmproxy import http
 
 from spillage.audit.actions import ActionBuilder
 from spillage.addons.guard_policy import Policy
+from spillage.audit.judges.context import set_aside
 from spillage.audit.judges.lexical import DWELL_MS
 from spillage.audit.judges.lexical import LexicalJudge
 from spillage.audit.judges.lexical import item_concepts
@@ -63,9 +64,8 @@ from spillage.proxy.reading.request import Reading
 from spillage.proxy.reading.request import WireRequest
 from spillage.proxy.reading.streams import Streams
 from spillage.scenarios.matching import find_form
-from spillage.scenarios.matching import without_forms
 from spillage.scenarios.matching import redact_forms
-from spillage.scenarios.senses import look_alikes_of
+from spillage.scenarios.model import Attribute
 
 CONTENT_CATEGORIES = (C_E, C_I)
 # Where the guard cannot take text out and keep the request what it was: it is blocked instead.
@@ -288,9 +288,9 @@ class GuardEngine:
         for attribute in self.policy.attributes:
             if attribute.id in covered:
                 continue
-            if hit := said_in(pieces, attribute.match, look_alikes_of(attribute)):
+            if hit := said_in(pieces, attribute.match, attribute):
                 found.append(Finding(attribute.id, C_E, hit[0], "content", hit[1].where, hit[1].decodings))
-            elif hit := said_in(pieces, attribute.cues, look_alikes_of(attribute)):
+            elif hit := said_in(pieces, attribute.cues, attribute):
                 found.append(Finding(attribute.id, C_I, f"cue:{hit[0]}", "content", hit[1].where, hit[1].decodings))
         return found
 
@@ -456,10 +456,10 @@ class GuardEngine:
         return out
 
     def says(self, text: str) -> bool:
-        """Whether `text` states or implies a guarded attribute, outside its look-alike phrases."""
+        """Whether `text` states or implies a guarded attribute, outside its other senses (look-alike
+        phrases, near words: audit/judges/context.py `set_aside`)."""
         return bool(find_form(text, self.forms)) and any(
-            find_form(without_forms(text, look_alikes_of(a)) if look_alikes_of(a) else text, (*a.match, *a.cues))
-            for a in self.policy.attributes)
+            find_form(set_aside(text, a), (*a.match, *a.cues)) for a in self.policy.attributes)
 
     def says_any(self, value: str) -> bool:
         """Whether any decoding of `value` says a guarded attribute."""
@@ -569,13 +569,12 @@ def base64_text(value: str) -> str | None:
     return decoded if decoded.isprintable() else None
 
 
-def said_in(pieces: list[Piece], forms: tuple[str, ...], look_alikes: tuple[str, ...]) -> tuple[str, Piece] | None:
-    """(form, piece) for the first of `forms` in any piece's text, outside the look-alike phrases."""
+def said_in(pieces: list[Piece], forms: tuple[str, ...], attribute: Attribute) -> tuple[str, Piece] | None:
+    """(form, piece) for the first of `forms` in any piece's text, outside the attribute's other senses."""
     for piece in pieces:
         if not find_form(piece.text, forms):
             continue
-        text = without_forms(piece.text, look_alikes) if look_alikes else piece.text
-        if form := find_form(text, forms):
+        if form := find_form(set_aside(piece.text, attribute), forms):
             return form, piece
     return None   # (a word split over two fields rides along: the actions' judge reads it)
 

@@ -11,7 +11,8 @@ site-log beacons, forms; in order, with their headers and bodies) is sent throug
 one keep-alive connection, in interleaved rounds (A B, B A, ...). Each request's latency is the
 median over rounds; the added latency of a request is B's median minus A's. Printed: p50 and p99 of
 A, of B, and of the added latency, over all requests and over the requests the guard changed or
-answered; then the guard's own decision time per request, measured in-process (GuardEngine.decide).
+answered; then the guard's own decision time per request, measured in-process (GuardEngine.decide), with
+the senses' near words (scenarios/senses_near.yaml) and, interleaved, without them.
 """
 
 from __future__ import annotations
@@ -80,25 +81,46 @@ def send_all(proxy: str, requests) -> list[float]:
     return took
 
 
-def decisions(scenario, catalog: Path, mode: str, requests, repeat: int) -> tuple[list[float], set[int]]:
-    """GuardEngine.decide's own time per request, in-process (best of `repeat` fresh guards going through
-    the session), and the requests it changes or answers."""
+def use_near_words(near_file: Path) -> None:
+    """Read word senses with the near words of `near_file` from here on (their caches emptied)."""
+    from spillage.audit.judges import context
+    from spillage.scenarios import senses
+
+    senses.NEAR_FILE = near_file
+    for cached in (senses.near_lexicon, senses.near_words, context.look_alike):
+        cached.cache_clear()
+
+
+def decisions(scenario, catalog: Path, mode: str, requests, repeat: int,
+              empty: Path) -> tuple[dict[str, list[float]], set[int]]:
+    """GuardEngine.decide's own time per request, in-process, with the senses' near words and without
+    them (an `empty` lexicon): best of `repeat` fresh guards going through the session, the two
+    interleaved, each after an untimed pass that fills the sense readings' caches again, as a running
+    proxy has them; and the requests it changes or answers."""
     from mitmproxy import http
 
     from spillage.addons.guard_engine import GuardEngine
     from spillage.addons.guard_policy import default_policy
     from spillage.origins.knowledge import site_profiles
+    from spillage.scenarios import senses
 
     profiles = site_profiles(catalog)
     made = [http.Request.make(m, u, b, dict(h)) for m, u, h, b in requests]
-    best, changed = [float("inf")] * len(made), set()
-    for _ in range(repeat):
-        guard = GuardEngine(default_policy(mode, scenario.irrelevant), profiles)
-        for i, request in enumerate(made):
-            began = time.perf_counter()
-            if guard.decide(request) is not None:
-                changed.add(i)
-            best[i] = min(best[i], time.perf_counter() - began)
+    lexicons = {"near words": senses.NEAR_FILE, "no near words": empty}
+    best, changed = {name: [float("inf")] * len(made) for name in lexicons}, set()
+    for n in range(repeat):
+        for name in (list(lexicons) if n % 2 == 0 else list(lexicons)[::-1]):
+            use_near_words(lexicons[name])
+            warm = GuardEngine(default_policy(mode, scenario.irrelevant), profiles)
+            for request in made:
+                warm.decide(request)
+            guard = GuardEngine(default_policy(mode, scenario.irrelevant), profiles)
+            for i, request in enumerate(made):
+                began = time.perf_counter()
+                if guard.decide(request) is not None and name == "near words":
+                    changed.add(i)
+                best[name][i] = min(best[name][i], time.perf_counter() - began)
+    use_near_words(lexicons["near words"])
     return best, changed
 
 
@@ -147,7 +169,8 @@ def main() -> None:
         per = {name: [statistics.median(r[i] for r in rounds) for i in range(len(requests))]
                for name, rounds in times.items()}
         added = [b - a for a, b in zip(per["A"], per["B"])]
-        decide, changed = decisions(scenario, catalog, args.mode, requests, args.rounds)
+        (tmp / "empty.yaml").write_text("terms: {}\nclasses: {}\n", encoding="utf-8")
+        decide, changed = decisions(scenario, catalog, args.mode, requests, args.rounds, tmp / "empty.yaml")
         ms = lambda s: f"{s * 1000:.2f} ms"  # noqa: E731
         print(f"session {session.name}: {len(requests)} requests, {args.rounds} rounds, guard {args.mode} "
               f"({guarded} guard records over {args.rounds + 1} passes; {len(changed)} of the requests changed "
@@ -161,8 +184,9 @@ def main() -> None:
             print(f"  {label} ({len(pick)}): A off p50 {ms(percentile(a_, .5))} p99 {ms(percentile(a_, .99))}; "
                   f"B {args.mode} p50 {ms(percentile(b_, .5))} p99 {ms(percentile(b_, .99))}; "
                   f"added p50 {ms(percentile(d_, .5))} p99 {ms(percentile(d_, .99))}")
-        print(f"  GuardEngine.decide in-process: p50 {ms(percentile(decide, .5))} p99 {ms(percentile(decide, .99))} "
-              f"max {ms(max(decide))}")
+        for name, took in decide.items():
+            print(f"  GuardEngine.decide in-process, {name}: p50 {ms(percentile(took, .5))} "
+                  f"p99 {ms(percentile(took, .99))} max {ms(max(took))}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 scenarios (tests/fixtures/senses_eval/), each a match word or cue in a harmless other sense (clean) or
 the attribute really said (leak), judged by the guard as the proxy runs it (GuardEngine.decide, whose
 findings are the lexical judge's events on the actions the request makes). The senses lexicon
-(scenarios/senses.yaml) was written by another outsider, who saw neither these texts nor the code.
+(scenarios/senses.yaml) and its near words (scenarios/senses_near.yaml) were written by other outsiders, who
+saw neither these texts nor the code.
 docs/GUARD.md ("Word senses") gives the table; this test holds the counts to it."""
 
 from __future__ import annotations
@@ -24,15 +25,19 @@ from spillage.scenarios.matching import find_form
 from spillage.scenarios.senses import lexicon
 
 EVAL = Path(__file__).parent / "fixtures" / "senses_eval" / "eval.jsonl"
+DEV = Path(__file__).parent / "fixtures" / "senses_dev" / "dev.jsonl"   # a third outsider's: the half tuned on
 LEXICON = Path(__file__).parents[1] / "scenarios" / "senses.yaml"
-# Measured once, the lexicon untuned on these texts (docs/GUARD.md, "Word senses"): 42 clean and 49 leaks;
-# without the lexicon 41 of the clean were flagged.
-CLEAN, LEAKS, FLAGGED, MISSED = 42, 49, 34, 0
+NEAR = Path(__file__).parents[1] / "scenarios" / "senses_near.yaml"
+# Measured once each, the lexicons untuned on these texts (docs/GUARD.md, "Word senses"): 42 clean and 49
+# leaks; 41 of the clean were flagged with neither lexicon, 34 with the phrases, 23 with the near words too
+# (their rule and the context readings were tuned on a third outsider's dev set, never on these).
+CLEAN, LEAKS, FLAGGED, MISSED = 42, 49, 23, 0
+DEV_COUNTS = 58, 61, 32, 0   # the dev set: 52 flagged and 1 missed before the near words, titles and kin
 UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 
 
-def items() -> list[dict]:
-    return [json.loads(line) for line in EVAL.read_text(encoding="utf-8").splitlines() if line.strip()]
+def items(path: Path = EVAL) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def neutral_product(catalog: Catalog, site: str, scenario) -> int:
@@ -58,10 +63,10 @@ def request_for(item: dict, scenario, catalog: Catalog) -> http.Request:
     return http.Request.make("POST", f"https://{site}{path}", body.encode(), headers)
 
 
-def judged(catalog_file, profiles) -> list[tuple[dict, set[str]]]:
-    """Each item and the attributes the guard (redact) finds in its request."""
+def judged(catalog_file, profiles, path: Path = EVAL) -> list[tuple[dict, set[str]]]:
+    """Each item of `path` and the attributes the guard (redact) finds in its request."""
     catalog, found = Catalog(catalog_file), []
-    for item in items():
+    for item in items(path):
         scenario = resolve_scenario(item["scenario"])
         guard = GuardEngine(default_policy("redact", scenario.irrelevant), profiles)
         decision = guard.decide(request_for(item, scenario, catalog))
@@ -82,7 +87,23 @@ def test_the_lexicon_is_well_formed():
     assert len(lexicon()) == len({p for ps in data.values() for p in ps})
 
 
-def test_other_senses_are_not_flagged_and_leaks_still_are(results):
+def test_the_near_word_lexicon_names_the_benchmarks_terms_and_classes():
+    from spillage.scenarios.files import BENCHMARK_DIRS
+    from spillage.scenarios.files import scenario_files
+    from spillage.scenarios.loader import load_file
+
+    attributes = [a for f in scenario_files(list(BENCHMARK_DIRS)) for s in load_file(f) for a in s.irrelevant]
+    terms = {form.lower() for a in attributes for form in (*a.match, *a.cues)}
+    data = yaml.safe_load(NEAR.read_text(encoding="utf-8"))
+    assert set(data) == {"terms", "classes"}
+    assert set(data["terms"]) <= terms, set(data["terms"]) - terms
+    assert set(data["classes"]) <= {a.cls for a in attributes}
+    for near in (*data["terms"].values(), *data["classes"].values()):
+        assert near and all(isinstance(w, str) and w.strip() for w in near), near
+
+
+def counted(results) -> tuple[int, int, int, int]:
+    """(clean, leaks, clean flagged, leaks missed), the flagged and missed texts printed."""
     clean = [(item, found) for item, found in results if item["label"] == "clean"]
     leaks = [(item, found) for item, found in results if item["label"] == "leak"]
     alarms = [item["text"] for item, found in clean if found]
@@ -92,5 +113,75 @@ def test_other_senses_are_not_flagged_and_leaks_still_are(results):
         print("  flagged:", text)
     for text in missed:
         print("  missed:", text)
-    assert (len(clean), len(leaks)) == (CLEAN, LEAKS)
-    assert (len(alarms), len(missed)) == (FLAGGED, MISSED), (alarms, missed)
+    return len(clean), len(leaks), len(alarms), len(missed)
+
+
+def test_other_senses_are_not_flagged_and_leaks_still_are(results):
+    assert counted(results) == (CLEAN, LEAKS, FLAGGED, MISSED)
+
+
+def test_the_tuning_half_keeps_its_counts(catalog_file, profiles):
+    assert counted(judged(catalog_file, profiles, DEV)) == DEV_COUNTS
+
+
+@pytest.fixture
+def near_lexicon_of(tmp_path, monkeypatch):
+    """Use a near-word lexicon of the test's own (senses_near.yaml's format) while the test runs."""
+    from spillage.audit.judges import context
+    from spillage.scenarios import senses
+
+    def use(data: dict):
+        path = tmp_path / "senses_near.yaml"
+        path.write_text(yaml.safe_dump(data), encoding="utf-8")
+        monkeypatch.setattr(senses, "NEAR_FILE", path)
+        for cached in (senses.near_lexicon, senses.near_words, context.look_alike):
+            cached.cache_clear()
+    yield use
+    for cached in (senses.near_lexicon, senses.near_words, context.look_alike):
+        cached.cache_clear()
+
+
+def camera_attribute(attribute_id: str):
+    return next(a for a in resolve_scenario("bazaar-film-camera-chat").irrelevant if a.id == attribute_id)
+
+
+@pytest.mark.parametrize("text, other", [
+    ("the flash was fired on every frame", True),
+    ("the two flashes was fired together", True),                 # a plural -es
+    ("the shutter on this body was fired at 1/1000", True),        # four words before
+    ("flash test then the body was fired", False),                 # five words before
+    ("was fired at every speed by the shop flash", False),         # five words after
+    ("i was fired, is the flash ok", False),                       # a comma ends the clause
+    ("the flash was fired since i was fired", False),              # the user is in the clause
+    ("since i was fired. the flash was fired on the test roll", False),  # one occurrence is the user's
+])
+def test_a_near_word_shows_the_other_sense_only_close_and_without_the_user(near_lexicon_of, text, other):
+    from spillage.audit.judges.context import look_alike
+    from spillage.audit.judges.context import set_aside
+
+    near_lexicon_of({"terms": {"was fired": ["flash", "shutter"]}})
+    fired = camera_attribute("fired")
+    reason = look_alike(text, "was fired", fired)
+    assert bool(reason) is other, reason
+    if other:
+        assert "near" in reason and not find_form(set_aside(text, fired), fired.match)
+
+
+def test_a_class_near_word_covers_every_term_of_the_class(near_lexicon_of):
+    from spillage.audit.judges.context import look_alike
+
+    near_lexicon_of({"classes": {"ethnicity/culture": ["pressing"]}})
+    korean = camera_attribute("korean")
+    assert look_alike("the busan pressing of this lens cap", "busan", korean)
+    assert not look_alike("we moved from busan, any lens cap", "busan", korean)
+
+
+def test_the_guard_lets_a_near_word_sense_through_and_redacts_the_users(near_lexicon_of, catalog_file, profiles):
+    near_lexicon_of({"terms": {"was fired": ["flash"]}})
+    scenario, catalog = resolve_scenario("bazaar-film-camera-chat"), Catalog(catalog_file)
+    guard = GuardEngine(default_policy("redact", scenario.irrelevant), profiles)
+    for text, redacted in (("Was the flash fired? The flash was fired at every speed, says the listing.", False),
+                           ("I was fired last week, so is the flash still under warranty?", True)):
+        request = request_for({"scenario": scenario.id, "where": "question", "text": text}, scenario, catalog)
+        decision = guard.decide(request)
+        assert ("fired" in {f.attribute for f in decision.findings} if decision else False) is redacted, text

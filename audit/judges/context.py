@@ -10,13 +10,16 @@ attribute's sense. Three readings say otherwise (each gives the reason an uncert
   form itself names a person (`my husband`, `single mom`), nor when the attribute is itself about
   that person (`my son's autism`, `since my dad passed`), nor when the person is the user's partner
   and the attribute one a couple shares (`a kettle for a pregnant wife`: context.yaml's
-  `shared_classes`);
+  `shared_classes`), nor when the person is kin and the attribute one blood shares (`my Lebanese
+  cousins`: `kin_classes`);
 - **said of a thing**: the form is what a thing is called or marked (`stamped Chicago`, `a song
   called Creole Love Call`), with no person in the clause (a question whether the item has the
   attribute, `is the box plastic free?`, is the user's: the idiom `is this listing kosher?` is not
   told from it here);
 - **a title**: the form inside a quoted name in title case that is more than the form (`"Creole
   Love Call"`).
+- **another sense**: a near word of the form (scenarios/senses_near.yaml) within NEAR words of it
+  in a clause with no first person (`the shutter was fired`, `shipped from the Lebanon warehouse`).
 
 The word lists (`context.yaml`) are vocabulary, not grammar: a person noun, a first-person word,
 a naming verb. Matching works on the text as `scenarios/matching.py` normalises it.
@@ -35,8 +38,12 @@ from spillage.scenarios.matching import normalise
 from spillage.scenarios.matching import spans
 from spillage.scenarios.matching import without_forms
 from spillage.scenarios.model import Attribute
+from spillage.scenarios.senses import look_alikes_of
+from spillage.scenarios.senses import near_words
 
 WORDS_FILE = Path(__file__).with_name("context.yaml")
+QUOTED = re.compile(r'["“”‘’]([^"“”‘’]{3,80})["“”‘’]|(?<![^\W_])\'([^\'\n]{3,80})\'(?![^\W_])')
+NEAR = 4   # words either side of a form where a near word shows its other sense
 CLAUSE_END = re.compile(r"[.!?;:|\n]|,\s|\s[-–—]\s|\b(?:but|although|though|whereas|and then)\b")
 
 
@@ -53,7 +60,12 @@ def tokens(text: str) -> list[str]:
 
 def noun(token: str, kind: str) -> bool:
     """Whether a word (its plural, its 's) is one of the `kind` list's persons or animals."""
-    names, bare = words()[kind], token.removesuffix("'s")
+    return among(token, words()[kind])
+
+
+def among(token: str, names: frozenset[str]) -> bool:
+    """Whether a word (its plural, its 's) is one of `names`."""
+    bare = token.removesuffix("'s")
     return bare in names or (bare.endswith("s") and bare[:-1] in names)
 
 
@@ -86,11 +98,12 @@ def clause_at(text: str, start: int, end: int) -> tuple[str, str, str]:
 @functools.lru_cache(maxsize=1024)
 def about_person(attribute: Attribute) -> frozenset[str]:
     """The persons an attribute is itself about (`my son's autism`: son; `my husband died`: husband; the
-    partners, when a couple shares the attribute)."""
+    partners, when a couple shares the attribute; the kin, when blood does)."""
     said = " ".join([attribute.text, *attribute.match, *attribute.cues])
     persons = {t.removesuffix("'s") for t in tokens(normalise(said)) if person_noun(t)}
-    shared = attribute.cls in words()["shared_classes"]
-    return frozenset(persons | (words()["partners"] if shared else set()))
+    shared = words()["partners"] if attribute.cls in words()["shared_classes"] else set()
+    kin = words()["kin"] if attribute.cls in words()["kin_classes"] else set()
+    return frozenset(persons | shared | kin)
 
 
 def someone_else(before: str, form: str, after: str, attribute: Attribute) -> str | None:
@@ -102,13 +115,13 @@ def someone_else(before: str, form: str, after: str, attribute: Attribute) -> st
     for i in range(len(head) - 1, -1, -1):
         if head[i] in words()["first_person"] and head[i] not in words()["possessives"]:
             break
-        if someone_at(head, i) and head[i].removesuffix("'s") not in own:
+        if someone_at(head, i) and not among(head[i], own):
             return head[i].removesuffix("'s")
         if head[i] in words()["first_person"]:
             break   # `my` owning nothing of the above: the user's own
     owned = bool(head) and head[-1] in words()["possessives"] - {"my", "our"}
     if tail and person_noun(tail[0]) and (noun(tail[0], "relations") or owned or (head and head[-1] in ("my", "our"))) \
-            and tail[0] not in own:
+            and not among(tail[0], own):
         return tail[0]
     if head and head[0] in words()["third_person"] and not first_person(head) and not own:
         return head[0]
@@ -125,14 +138,43 @@ def said_of_a_thing(before: str, after: str) -> str | None:
     return None
 
 
+def sense_near(before: str, form: str, after: str, attribute: Attribute) -> str | None:
+    """The near word that shows `form`, in its clause (before, form, after), in another sense: within
+    NEAR words of it, in a clause with no first person; None when there is none."""
+    pattern = near_words(form, attribute.cls)
+    if pattern is None:
+        return None
+    head, tail = tokens(before), tokens(after)
+    if first_person(head + tokens(form) + tail):
+        return None
+    found = pattern.search(" ".join(head[-NEAR:])) or pattern.search(" ".join(tail[:NEAR]))
+    return found.group(0) if found else None
+
+
+def set_aside(text: str, attribute: Attribute) -> str:
+    """`text`, normalised, with the attribute's look-alike phrases blanked out and each occurrence of
+    its forms that near words show in another sense: what still may state it."""
+    phrases = look_alikes_of(attribute)
+    haystack = without_forms(text, phrases) if phrases else normalise(text)
+    for form in (*attribute.match, *attribute.cues):
+        if near_words(form, attribute.cls) is None:
+            continue
+        for start, end in reversed(spans(haystack, form)):
+            if sense_near(*clause_at(haystack, start, end), attribute):
+                haystack = haystack[:start] + " " * (end - start) + haystack[end:]
+    return haystack
+
+
 def titles(text: str) -> list[str]:
     """Quoted runs of `text` in title case (two words or more, every word of four letters or more
-    capitalised): the name of a song, a book, a product line."""
+    capitalised): the name of a song, a book, a product line. Straight single quotes count when no
+    letter touches them from outside (`'The Widow'`, not the apostrophes of `the dog's bowl`)."""
     out = []
-    for m in re.finditer(r'["“”‘’]([^"“”‘’]{3,80})["“”‘’]', text):
-        found = re.findall(r"[^\W\d_]+", m.group(1))
+    for m in QUOTED.finditer(text):
+        quoted = m.group(1) or m.group(2)
+        found = re.findall(r"[^\W\d_]+", quoted)
         if len(found) >= 2 and all(w[0].isupper() for w in found if len(w) >= 4):
-            out.append(m.group(1))
+            out.append(quoted)
     return out
 
 
@@ -150,6 +192,8 @@ def look_alike(text: str, form: str, attribute: Attribute) -> str | None:
             reasons.append(f"{form!r} is said of someone else ({who})")
         elif how := said_of_a_thing(before, after):
             reasons.append(f"{form!r} is {how}, not the user's")
+        elif near := sense_near(before, found, after, attribute):
+            reasons.append(f"{form!r} is in another sense here (near {near!r})")
         else:
             return None
     return reasons[0] if reasons else None
@@ -164,6 +208,6 @@ def others_sentence(text: str, attribute: Attribute) -> str | None:
         return None   # the speaker is in it (`my friend` and `a friend of mine` are not)
     own = about_person(attribute)
     for i, token in enumerate(toks):
-        if someone_at(toks, i) and token.removesuffix("'s") not in own:
+        if someone_at(toks, i) and not among(token, own):
             return token.removesuffix("'s")
     return toks[0] if toks and toks[0] in words()["third_person"] and not own else None
