@@ -10,6 +10,7 @@ skip). Missing ../shared data (the paper's released data, not in a fresh clone) 
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 # What each needs_tool name is installed with; any other name is a command on PATH, a Debian package.
 INSTALL = {"autogen": "make autogen", "go": "apt-get install -y golang-go golang-golang-x-mod-dev",
            "bwrap": "apt-get install -y bubblewrap"}
+DOWNLOADS_BEFORE = pytest.StashKey[set]()
 GO_X_MOD = Path("/usr/share/gocode/src/golang.org/x/mod/sumdb/note")   # Debian's golang-golang-x-mod-dev
 
 
@@ -57,6 +59,24 @@ def missing_tools(item) -> list[str]:
     """What is missing of the tools `item` is marked as needing (@pytest.mark.needs_tool)."""
     found = (tool_missing(name) for marker in item.iter_markers("needs_tool") for name in marker.args)
     return [why for why in found if why]
+
+
+def downloads_folders() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob("browser-use-downloads-*"))
+
+
+def pytest_sessionstart(session):
+    session.config.stash[DOWNLOADS_BEFORE] = downloads_folders()
+
+
+def pytest_sessionfinish(session):
+    """Importing browser-use makes an empty downloads folder in the system temp: the run takes away the
+    empty ones that came while it ran."""
+    for folder in downloads_folders() - session.config.stash.get(DOWNLOADS_BEFORE, set()):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass   # not empty, or not ours to remove
 
 
 def pytest_collection_modifyitems(items):
