@@ -30,10 +30,11 @@ LEXICON = Path(__file__).parents[1] / "scenarios" / "senses.yaml"
 NEAR = Path(__file__).parents[1] / "scenarios" / "senses_near.yaml"
 # Measured once each, the lexicons untuned on these texts (docs/GUARD.md, "Word senses"): 42 clean and 49
 # leaks; 41 of the clean were flagged with neither lexicon, 34 with the phrases, 23 with the near words of
-# two passes, 21 after the third (the rule, the context readings and the third pass were tuned on a third
-# outsider's dev set, never on these).
-CLEAN, LEAKS, FLAGGED, MISSED = 42, 49, 21, 0
-DEV_COUNTS = 58, 61, 16, 0   # the dev set: 52 flagged and 1 missed before the near words, titles and kin
+# two passes, 22 after the third (21 before a number between a form and its near word counted: "sixty-eight
+# guns 12 inch" is no measure); the rule, the context readings and the third pass were tuned on a third
+# outsider's dev set, never on these.
+CLEAN, LEAKS, FLAGGED, MISSED = 42, 49, 22, 0
+DEV_COUNTS = 58, 61, 17, 0   # the dev set: 52 flagged and 1 missed before the near words, titles and kin
 UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 
 
@@ -155,6 +156,8 @@ def camera_attribute(attribute_id: str):
     ("i was fired, is the flash ok", False),                       # a comma ends the clause
     ("the flash was fired since i was fired", False),              # the user is in the clause
     ("since i was fired. the flash was fired on the test roll", False),  # one occurrence is the user's
+    ("the flash was fired 3 times", True),                          # a number past the form: no matter
+    ("was fired at 1/8 flash", False),                              # a number between: the flash's own
 ])
 def test_a_near_word_shows_the_other_sense_only_close_and_without_the_user(near_lexicon_of, text, other):
     from spillage.audit.judges.context import look_alike

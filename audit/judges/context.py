@@ -18,8 +18,9 @@ attribute's sense. Three readings say otherwise (each gives the reason an uncert
   told from it here);
 - **a title**: the form inside a quoted name in title case that is more than the form (`"Creole
   Love Call"`).
-- **another sense**: a near word of the form (scenarios/senses_near.yaml) within NEAR words of it
-  in a clause with no first person (`the shutter was fired`, `shipped from the Lebanon warehouse`).
+- **another sense**: a near word of the form (scenarios/senses_near.yaml) within NEAR words of it,
+  no number between them, in a clause with no first person (`the shutter was fired`, `shipped from
+  the Lebanon warehouse`).
 
 The word lists (`context.yaml`) are vocabulary, not grammar: a person noun, a first-person word,
 a naming verb. Matching works on the text as `scenarios/matching.py` normalises it.
@@ -140,15 +141,26 @@ def said_of_a_thing(before: str, after: str) -> str | None:
 
 def sense_near(before: str, form: str, after: str, attribute: Attribute) -> str | None:
     """The near word that shows `form`, in its clause (before, form, after), in another sense: within
-    NEAR words of it, in a clause with no first person; None when there is none."""
+    NEAR words of it, with no number between them (`at fifty with 28 mm tires`: the unit is the
+    other number's), in a clause with no first person; None when there is none."""
     pattern = near_words(form, attribute.cls)
     if pattern is None:
         return None
     head, tail = tokens(before), tokens(after)
     if first_person(head + tokens(form) + tail):
         return None
-    found = pattern.search(" ".join(head[-NEAR:])) or pattern.search(" ".join(tail[:NEAR]))
-    return found.group(0) if found else None
+    before_form = " ".join(head[-NEAR:])
+    if (found := [*pattern.finditer(before_form)]) and not counts(before_form[found[-1].end():]):
+        return found[-1].group(0)
+    after_form = " ".join(tail[:NEAR])
+    if (first := pattern.search(after_form)) and not counts(after_form[:first.start()]):
+        return first.group(0)
+    return None
+
+
+def counts(text: str) -> bool:
+    """Whether `text` holds a number (a quantity of its own, between a form and a near word)."""
+    return any(c.isdigit() for c in text)
 
 
 def set_aside(text: str, attribute: Attribute) -> str:
