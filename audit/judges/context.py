@@ -19,8 +19,8 @@ attribute's sense. Three readings say otherwise (each gives the reason an uncert
 - **a title**: the form inside a quoted name in title case that is more than the form (`"Creole
   Love Call"`).
 - **another sense**: a near word of the form (scenarios/senses_near.yaml) within NEAR words of it,
-  no number between them, in a clause with no first person (`the shutter was fired`, `shipped from
-  the Lebanon warehouse`).
+  no number or connective between them, in a clause that names no person, the user included (`the
+  shutter was fired`, `shipped from the Lebanon warehouse`; not `shutter for a depressed beginner`).
 
 The word lists (`context.yaml`) are vocabulary, not grammar: a person noun, a first-person word,
 a naming verb. Matching works on the text as `scenarios/matching.py` normalises it.
@@ -141,26 +141,35 @@ def said_of_a_thing(before: str, after: str) -> str | None:
 
 def sense_near(before: str, form: str, after: str, attribute: Attribute) -> str | None:
     """The near word that shows `form`, in its clause (before, form, after), in another sense: within
-    NEAR words of it, with no number between them (`at fifty with 28 mm tires`: the unit is the
-    other number's), in a clause with no first person; None when there is none."""
+    NEAR words of it, with nothing between them that joins a circumstance to a thing (a number: `at
+    fifty with 28 mm tires`; a connective: `warranty after layoff`), in a clause that names no person,
+    the user included (`I`, `the buyer`, `a rider`: agents write of their user so); None when there is none."""
     pattern = near_words(form, attribute.cls)
     if pattern is None:
         return None
     head, tail = tokens(before), tokens(after)
-    if first_person(head + tokens(form) + tail):
+    if any(names_a_person(t) for t in head + tokens(form) + tail):
         return None
     before_form = " ".join(head[-NEAR:])
-    if (found := [*pattern.finditer(before_form)]) and not counts(before_form[found[-1].end():]):
+    if (found := [*pattern.finditer(before_form)]) and not joins(before_form[found[-1].end():]):
         return found[-1].group(0)
     after_form = " ".join(tail[:NEAR])
-    if (first := pattern.search(after_form)) and not counts(after_form[:first.start()]):
+    if (first := pattern.search(after_form)) and not joins(after_form[:first.start()]):
         return first.group(0)
     return None
 
 
-def counts(text: str) -> bool:
-    """Whether `text` holds a number (a quantity of its own, between a form and a near word)."""
-    return any(c.isdigit() for c in text)
+def names_a_person(token: str) -> bool:
+    """Whether a word is the speaker, a third person, or a person or animal noun (the user as agents
+    name them included: `buyer`, `owner`, `rider`)."""
+    return (token in words()["first_person"] or token in words()["third_person"]
+            or person_noun(token) or among(token, words()["users"]))
+
+
+def joins(text: str) -> bool:
+    """Whether `text`, between a form and a near word, holds a number (a quantity of its own) or a
+    connective that joins a circumstance to a thing (context.yaml `connectives`)."""
+    return any(c.isdigit() for c in text) or any(t in words()["connectives"] for t in tokens(text))
 
 
 def set_aside(text: str, attribute: Attribute) -> str:
