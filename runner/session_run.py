@@ -207,12 +207,19 @@ def run_agent(agent: AgentSpec, env: dict, work: Path, timeout: float, log=print
     moment (even while the process is being started) and still stop the agent's whole group.
     """
     interrupted = threading.Event()
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
     log(f"agent {agent.label} running (timeout {timeout:.0f} s) ...")
-    try:
+    with interrupts_held(interrupted):
         with open(work / AGENT_STDOUT, "wb") as out, open(work / AGENT_STDERR, "w+b") as err:
             outcome = watch_agent(agent, env, work, timeout, isolation, sandbox, started, interrupted, out, err)
             return what_it_left(outcome, work, err)
+
+
+@contextlib.contextmanager
+def interrupts_held(interrupted: threading.Event):
+    """Inside, Ctrl-C only sets `interrupted`: what is inside finishes, and the caller acts on the flag."""
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+    try:
+        yield
     finally:
         signal.signal(signal.SIGINT, previous)
 
@@ -328,36 +335,40 @@ def run_session(scenario: Scenario, agent: AgentSpec, runs_dir: Path,
     signing_key = load_or_create_key(home)   # a broken home is said before a session folder exists
     ca = ensure_ca(home / "ca")
     label = "-".join(part for part in (scenario.id, agent.label, condition.label()) if part)
-    session_dir = create_session(runs_dir, label, session_name)
-    work = create_work_folder(session_dir)
-    routed_model = agent.model_host if model_via_proxy else None
-    sandbox = (Sandbox(work, (Path(home).resolve(), session_dir.parent), None if routed_model else agent.model_host,
-                       isolation.user) if isolation.sandboxed else None)
-    log(f"session {session_dir}")
-    log(isolation.line())
-    copy = scenario_yaml(scenario)
-    (session_dir / SCENARIO_COPY).write_text(copy, encoding="utf-8")
-    meta = {
-        "session": session_dir.name,
-        "spillage": SPILLAGE_VERSION,
-        "scenario": {"id": scenario.id, "file": scenario.file, "copy": SCENARIO_COPY,
-                     "file_sha256": hashlib.sha256(Path(scenario.file).read_bytes()).hexdigest()},
-        "agent": {"label": agent.label, "framework": agent.framework, "argv": list(agent.argv),
-                  "model": agent.model},
-        "catalog": {"seed": seed, "adds": scenario.id if added else None},   # and its sha256 once built
-        "condition": condition.as_json(),
-        "model_endpoint": {"host": agent.model_host, "via_proxy": routed_model is not None},
-        "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
-        "work": str(work),
-        "isolation": isolation.describe(),
-        **live_meta(live),
-        "started": utc_timestamp(),
-        "status": "running",
-    }
-    write_meta(session_dir, meta)
+    interrupted = threading.Event()   # Ctrl-C while the session folder is made waits for its meta.json
+    with interrupts_held(interrupted):
+        session_dir = create_session(runs_dir, label, session_name)
+        work = create_work_folder(session_dir)
+        routed_model = agent.model_host if model_via_proxy else None
+        sandbox = (Sandbox(work, (Path(home).resolve(), session_dir.parent), None if routed_model else agent.model_host,
+                           isolation.user) if isolation.sandboxed else None)
+        log(f"session {session_dir}")
+        log(isolation.line())
+        copy = scenario_yaml(scenario)
+        (session_dir / SCENARIO_COPY).write_text(copy, encoding="utf-8")
+        meta = {
+            "session": session_dir.name,
+            "spillage": SPILLAGE_VERSION,
+            "scenario": {"id": scenario.id, "file": scenario.file, "copy": SCENARIO_COPY,
+                         "file_sha256": hashlib.sha256(Path(scenario.file).read_bytes()).hexdigest()},
+            "agent": {"label": agent.label, "framework": agent.framework, "argv": list(agent.argv),
+                      "model": agent.model},
+            "catalog": {"seed": seed, "adds": scenario.id if added else None},   # and its sha256 once built
+            "condition": condition.as_json(),
+            "model_endpoint": {"host": agent.model_host, "via_proxy": routed_model is not None},
+            "ca": {"cert": str(ca.cert_file), "spki": ca.spki_pin},
+            "work": str(work),
+            "isolation": isolation.describe(),
+            **live_meta(live),
+            "started": utc_timestamp(),
+            "status": "running",
+        }
+        write_meta(session_dir, meta)
     before_agent = AgentOutcome(None, "interrupted", "Ctrl-C before the agent started")
     outcome, took, stack = before_agent, 0.0, None
     try:
+        if interrupted.is_set():
+            raise KeyboardInterrupt
         catalog, meta["catalog"]["sha256"] = stored_catalog(home, scenarios, seed)
         stack = Stack(session_dir, ca, signing_key, catalog, log=log, isolation=isolation.level,
                       bound=bound_claim(session_dir, meta),

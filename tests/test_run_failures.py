@@ -48,6 +48,28 @@ def test_an_unforeseen_error_before_the_agent_is_not_recorded_as_an_interruption
     assert written["status"] == "not run" and written["status_detail"].startswith("FileNotFoundError")
 
 
+def test_ctrl_c_while_the_session_folder_is_made_leaves_an_interrupted_meta_json(tmp_path, monkeypatch, capsys):
+    """A batch passes Ctrl-C on to a child that may have just made its folder: the folder must still say
+    what happened (it used to be left without meta.json, which the batch could not read)."""
+    import os
+    import signal
+
+    made = session_run.create_work_folder
+
+    def made_then_interrupted(session_dir):
+        work = made(session_dir)
+        os.kill(os.getpid(), signal.SIGINT)
+        return work
+
+    monkeypatch.setattr(session_run, "create_work_folder", made_then_interrupted)
+    assert run(tmp_path) == 130
+    assert "nothing was captured" in capsys.readouterr().err
+    written = meta(tmp_path)
+    assert (written["status"], written["evidence"]) == ("interrupted", "none")
+    assert written["status_detail"] == "Ctrl-C before the agent started"
+    assert not (tmp_path / "runs" / "s" / "capture.jsonl").exists()
+
+
 @pytest.mark.parametrize("option, value", [("--timeout", "-1"), ("--timeout", "nan"), ("--timeout", "inf"),
                                            ("--max-steps", "0"), ("--max-steps", "-5")])
 def test_run_refuses_limits_that_are_not_positive(tmp_path, capsys, option, value):

@@ -133,6 +133,9 @@ def cmd_run(args) -> int:
     except FileExistsError as e:
         raise Refusal(f"session folder exists already: {e.filename}") from None
     print(result.session_dir, flush=True)
+    if result.evidence == "none" and result.agent.status == "interrupted":
+        progress("interrupted before the proxy started: nothing was captured")
+        return INTERRUPTED
     if not result.capture_ok:
         progress(f"the evidence is not clean ({result.evidence}): `spillage verify {result.session_dir}` "
                  "says why")
