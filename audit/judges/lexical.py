@@ -102,11 +102,16 @@ def find_text(texts, forms: tuple[str, ...]) -> tuple[str, str] | None:
             if not find_form(text, forms):
                 continue
             for form in forms:
-                if find_form(text, (form,)) and not any(find_form(part, (form,)) for part in text.parts):
+                if across(text, form):
                     return form, text
         elif form := find_form(text, forms):
             return form, text
     return None
+
+
+def across(seam: Seam, form: str) -> bool:
+    """Whether `form` is in `seam` across it: there, and in neither side alone (each side is read as its own text)."""
+    return bool(find_form(seam, (form,))) and not any(find_form(part, (form,)) for part in seam.parts)
 
 
 def others(texts, forms: tuple[str, ...], attribute: Attribute) -> str | None:
@@ -117,9 +122,10 @@ def others(texts, forms: tuple[str, ...], attribute: Attribute) -> str | None:
         if not find_form(text, forms):
             continue
         for form in forms:
-            if not find_form(text, (form,)):
-                continue
-            if isinstance(text, Seam) or not (reason := look_alike(text, form, attribute)):
+            if isinstance(text, Seam):
+                if across(text, form):
+                    return None
+            elif find_form(text, (form,)) and not (reason := look_alike(text, form, attribute)):
                 return None
     return reason
 
