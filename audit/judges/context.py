@@ -57,7 +57,7 @@ from spillage.scenarios.senses import near_words
 
 WORDS_FILE = Path(__file__).with_name("context.yaml")
 QUOTED = re.compile(r'["“”‘’]([^"“”‘’]{3,80})["“”‘’]|(?<![^\W_])\'((?:[^\'\n]|(?<=\w)\'(?=\w)){3,80})\'(?![^\W_])')
-OPEN_QUOTE = re.compile(r"(?:^|\s)['\"][^'\"]*$")     # a quote the clause opens and does not close
+OPEN_QUOTE = re.compile(r"(?:^|\s)['\"][^'\"]*$")     # a quote a sentence opens and does not close
 CLOSE_QUOTE = re.compile(r"^[^'\"]*['\"](?=\s|[^\w]|$)")   # one it closes and did not open
 AN_AGE = re.compile(r"[-\s]*(?:years?|yrs?)(?:[-\s]+old)?\b|[-\s]*(?:th|st|nd|rd)?[-\s]*birthday\b")
 NEAR = 4   # words either side of a form where a near word shows its other sense
@@ -206,9 +206,10 @@ def sense_near(before: str, found: str, after: str, attribute: Attribute, form: 
     """The near word that shows `form` (`layoff`), found as `found` (`layoffs`) in its clause (before, found,
     after), in another sense: one that holds it (`kid creole`), or one within NEAR words of it with
     nothing between them that joins a circumstance to a thing (a number: `at fifty with 28 mm tires`; a
-    connective: `warranty after layoff`); in a clause that names no person, the user included (`I`, `the
-    buyer`, `a rider`: agents write of their user so), but for words of the near word or the form
-    (`Kid Creole`, `guide dog`, `my port`) and animals; None when there is none."""
+    connective: `warranty after layoff`, or a conjunct: `blind and the box`); in a clause that names no
+    person, the user included (`I`, `the buyer`, `a rider`: agents write of their user so), in the near
+    word and the form too (`teach the kid creole`, `my port`), animals apart; not an age (`a fifty-year-old
+    body`); None when there is none."""
     pattern = near_words(form, attribute.cls)
     if pattern is None or AN_AGE.match(after):
         return None   # `a fifty-year-old body`: an age, whatever is near
