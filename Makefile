@@ -135,6 +135,7 @@ bench: $(STAMP) chromium autogen
 	$(BIN)/python bench/bench_capturelog.py --big-mb 600
 	$(BIN)/python bench/bench_scale.py --times 1 10
 	$(BIN)/python bench/bench_guard.py
+	$(BIN)/python bench/bench_sense_readers.py
 	$(BIN)/python bench/bench_audit.py
 	$(BIN)/python bench/bench_replay.py
 	$(BIN)/python bench/bench_origins.py
