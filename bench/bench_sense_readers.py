@@ -6,8 +6,8 @@ The items the guard (redact) takes for their attribute, of every outsiders' set 
 (tests/test_senses.py sends each as the site's own form sends it), are split into the harmless senses
 (clean, a false alarm) and the leaks it caught. A veto is trained on them: logistic regression (L2,
 weight LAMBDA) on the text's words and word pairs, on its all-MiniLM-L6-v2 embedding with the
-attribute's statement's, or on a static embedding distilled from MiniLM (each word piece embedded alone). It would pass a taken text whose score is below every training leak's, so it
-hides none of the leaks it was trained on. Each probe (leaks written to get past the rule of its day)
+attribute's statement's, or on a static embedding distilled from MiniLM (each word piece embedded
+alone). It would pass a taken text whose score is below every training leak's, so it hides none of the leaks it was trained on. Each probe (leaks written to get past the rule of its day)
 is held out in turn, with the second held-out set (senses_eval2): printed per reader and LAMBDA are the
 held-out probe's leaks the veto would hide, and the held-out set's false alarms it would take off and
 its leaks it would hide. Then the cost of each reader per text, against GuardEngine.decide in the same run.
@@ -64,35 +64,30 @@ def word_features(texts: list[str]) -> np.ndarray:
     return features
 
 
-def minilm_features(rows: list[dict]) -> np.ndarray:
-    """The text's embedding, its product with the statement's, and their cosine."""
-    from scenarios.minilm import MiniLM, model_dir
-
-    model = MiniLM(model_dir())
-    texts = model.encode([r["text"] for r in rows])
-    statements = model.encode([r["statement"] for r in rows])
-    texts /= np.linalg.norm(texts, axis=1, keepdims=True)
-    statements /= np.linalg.norm(statements, axis=1, keepdims=True)
+def paired(texts: np.ndarray, statements: np.ndarray) -> np.ndarray:
+    """Unit-length text embeddings, their products with the statements', and their cosines."""
+    texts = texts / np.linalg.norm(texts, axis=1, keepdims=True)
+    statements = statements / np.linalg.norm(statements, axis=1, keepdims=True)
     return np.hstack([texts, texts * statements, (texts * statements).sum(1, keepdims=True)])
 
 
-def static_features(rows: list[dict]) -> np.ndarray:
-    """As minilm_features, with each text the mean of its word pieces' vectors, each piece embedded
-    alone by MiniLM: a static embedding distilled from it, as model2vec makes them, fast enough for the wire."""
-    from scenarios.minilm import MiniLM, model_dir
+def minilm_features(model, rows: list[dict]) -> np.ndarray:
+    """The text's and the statement's MiniLM embeddings, paired."""
+    return paired(model.encode([r["text"] for r in rows]), model.encode([r["statement"] for r in rows]))
 
-    model = MiniLM(model_dir())
+
+def static_features(model, rows: list[dict]) -> np.ndarray:
+    """As minilm_features, with each text the mean of its word pieces' vectors, each piece embedded
+    alone by MiniLM: a static embedding distilled from it, as model2vec makes them, fast enough for
+    the wire."""
     pieces = [model.tokenizer.encode(r["text"]) for r in rows], [model.tokenizer.encode(r["statement"]) for r in rows]
     start, end = pieces[0][0][0], pieces[0][0][-1]
     vocabulary = sorted({i for ids in pieces[0] + pieces[1] for i in ids[1:-1]})
     vectors = dict(zip(vocabulary, model.forward([[start, i, end] for i in vocabulary])))
 
-    def mean(ids: list[int]) -> np.ndarray:
-        v = np.mean([vectors[i] for i in ids[1:-1]], axis=0)
-        return v / np.linalg.norm(v)
-
-    texts, statements = (np.array([mean(ids) for ids in side]) for side in pieces)
-    return np.hstack([texts, texts * statements, (texts * statements).sum(1, keepdims=True)])
+    texts, statements = (np.array([np.mean([vectors[i] for i in ids[1:-1]], axis=0) for ids in side])
+                         for side in pieces)
+    return paired(texts, statements)
 
 
 def fit(x: np.ndarray, y: np.ndarray, weight: float, steps: int = 3000, rate: float = 0.5) -> tuple[np.ndarray, float]:
@@ -117,9 +112,8 @@ def held_out(x: np.ndarray, rows: list[dict], probe: str, weight: float) -> tupl
             int((passed & (sets == HELD_OUT) & ~leak).sum()), int((passed & (sets == HELD_OUT) & leak).sum()))
 
 
-def cost(rows: list[dict], catalog_file: Path) -> None:
-    """ms per text of each reader and of GuardEngine.decide, in this run."""
-    from scenarios.minilm import MiniLM, ModelMissing, model_dir
+def cost(rows: list[dict], catalog_file: Path, model) -> None:
+    """ms per text of each reader (MiniLM's when `model` is given) and of GuardEngine.decide, in this run."""
     from spillage.addons.guard_engine import GuardEngine
     from spillage.addons.guard_policy import default_policy
     from spillage.origins.catalog import Catalog
@@ -141,9 +135,7 @@ def cost(rows: list[dict], catalog_file: Path) -> None:
     start = time.perf_counter()
     word_features([r["text"] for r in rows])
     print(f"words: {(time.perf_counter() - start) / len(rows) * 1000:.3f} ms a text")
-    try:
-        model = MiniLM(model_dir())
-    except ModelMissing:
+    if model is None:
         return
     start = time.perf_counter()
     for item in sample:
@@ -152,7 +144,7 @@ def cost(rows: list[dict], catalog_file: Path) -> None:
 
 
 def main() -> None:
-    from scenarios.minilm import ModelMissing
+    from scenarios.minilm import MiniLM, ModelMissing, model_dir
     from spillage.origins.catalog import build_catalog
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -162,12 +154,14 @@ def main() -> None:
         held = [r for r in rows if r["set"] == HELD_OUT]
         print(f"taken by the guard: {len(rows)} items; held-out set: {sum(not r['leak'] for r in held)} false alarms, "
               f"{sum(r['leak'] for r in held)} leaks")
-        readers = {"words": word_features([r["text"] for r in rows])}
+        readers, model = {"words": word_features([r["text"] for r in rows])}, None
         try:
-            readers["MiniLM"] = minilm_features(rows)
-            readers["static"] = static_features(rows)
+            model = MiniLM(model_dir())
         except ModelMissing as e:
             print(f"MiniLM rows left out: {e}")
+        else:
+            readers["MiniLM"] = minilm_features(model, rows)
+            readers["static"] = static_features(model, rows)
         probes = [s for s in SETS if s.startswith("probe")]
         print("reader  lambda  " + "  ".join(f"{p} hidden" for p in probes) + "  | held-out: off / leaks hidden")
         for name, x in readers.items():
@@ -178,7 +172,7 @@ def main() -> None:
                     cells.append(f"{hidden:>3} of {total:<3}")
                     off.append(f"{taken_off}/{leaks_hidden}")
                 print(f"{name:7} {weight:>5}   " + "  ".join(f"{c:>13}" for c in cells) + "  | " + " ".join(off))
-        cost(rows, catalog_file)
+        cost(rows, catalog_file, model)
 
 
 if __name__ == "__main__":
