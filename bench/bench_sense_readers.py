@@ -148,7 +148,7 @@ def main() -> None:
     from spillage.origins.catalog import build_catalog
 
     with tempfile.TemporaryDirectory() as tmp:
-        catalog_file = Path(tmp) / "catalog.sqlite"
+        catalog_file = Path(tmp) / "built.sqlite"
         build_catalog(catalog_file)
         rows = taken(catalog_file)
         held = [r for r in rows if r["set"] == HELD_OUT]
